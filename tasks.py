@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""The project's two commands, and the plumbing behind them (standard library only, Python 3.10+).
+
+    python tasks.py train [ARGS]   set up .venv and run the main job: `annotated-tx train ARGS`
+    python tasks.py test  [--flags slow] [NOTEBOOK ...]
+                                   set up .venv with the dev tools and run the notebooks as tests
+
+and for developers:
+
+    python tasks.py setup [--dev]  only create/update .venv
+    python tasks.py sync           fail if nbdev-export / nbdev-clean would change a tracked file
+    python tasks.py readme         write README.md from nbs/index.ipynb
+
+torch is installed first and on its own, so that no later step pulls a different build: `torch==2.13.0`
+by default (the local CPU build on the project's machines; PyPI's CUDA build on a Linux machine with a
+GPU). Set TORCH_SPEC (e.g. "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu") to choose.
+"""
+from __future__ import annotations
+import json, os, shlex, subprocess, sys, time, venv
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / ("python.exe" if os.name == "nt" else "python")
+TORCH_SPEC = os.environ.get("TORCH_SPEC", "torch==2.13.0")
+
+
+def sh(*args, **kw) -> subprocess.CompletedProcess:
+    print("+", " ".join(map(str, args)), flush=True)
+    return subprocess.run([str(a) for a in args], check=True, **kw)
+
+
+def _has(module: str) -> bool:
+    return subprocess.run([str(PY), "-c", f"import {module}"], capture_output=True).returncode == 0
+
+
+def setup(dev: bool = False) -> None:
+    "Create .venv if needed; install torch first, then the package (editable), with the dev extra if asked."
+    if not PY.exists():
+        print(f"creating {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    pip = [PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    if not _has("torch"): sh(*pip, *shlex.split(TORCH_SPEC))
+    stamp = VENV / (".installed-dev" if dev else ".installed")
+    if not stamp.exists() or stamp.stat().st_mtime < (ROOT / "pyproject.toml").stat().st_mtime:
+        sh(*pip, "-e", f"{ROOT}[dev]" if dev else str(ROOT))
+        stamp.touch()
+
+
+def data_env() -> dict:
+    "The environment for runs: ANNOTATED_TX_DATA defaults to ../shared/data when that directory exists."
+    env = dict(os.environ)
+    shared = ROOT.parent / "shared" / "data"
+    if "ANNOTATED_TX_DATA" not in env and shared.is_dir(): env["ANNOTATED_TX_DATA"] = str(shared)
+    env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def notebooks(names: list[str]) -> list[Path]:
+    if names: return [Path(n).resolve() for n in names]
+    return sorted(p for p in (ROOT / "nbs").glob("*.ipynb") if not p.name.startswith("_"))
+
+
+def _test_one(nb: Path, flags: str, threads: int) -> tuple[Path, bool, float, str]:
+    env = data_env()
+    env.setdefault("OMP_NUM_THREADS", str(threads))
+    start = time.time()
+    cmd = [str(BIN / "nbdev-test"), str(nb), "--flags", flags]
+    res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    return nb, res.returncode == 0, time.time() - start, (res.stdout + res.stderr).strip()
+
+
+def test(flags: str = "", names: list[str] | None = None, jobs: int = 1) -> int:
+    "Run each notebook as a test (cells flagged with anything but `flags` are skipped); print `N passed, M failed`."
+    setup(dev=True)
+    nbs = notebooks(names or [])
+    threads = max(1, (os.cpu_count() or 1) // jobs)
+    passed, failed, start = 0, 0, time.time()
+    with ThreadPoolExecutor(jobs) as pool:
+        for nb, ok, secs, out in pool.map(lambda p: _test_one(p, flags, threads), nbs):
+            print(f"{'PASS' if ok else 'FAIL'} {nb.relative_to(ROOT)} ({secs:.0f}s)", flush=True)
+            if not ok: print(out[-6000:], flush=True)
+            passed, failed = passed + ok, failed + (not ok)
+    print(f"total {time.time() - start:.0f}s for {len(nbs)} notebooks (flags: {flags or 'none'})")
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed or not nbs else 0
+
+
+def sync() -> int:
+    "Fail when nbdev-export or nbdev-clean changes a tracked file: the package must match the notebooks."
+    setup(dev=True)
+    env = data_env()
+    sh(BIN / "nbdev-export", cwd=ROOT, env=env)
+    sh(BIN / "nbdev-clean", cwd=ROOT, env=env)
+    changed = subprocess.run(["git", "status", "--porcelain", "--", "nbs", "annotated_tx"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout.strip()
+    if changed:
+        print("The package or notebooks are out of sync (run nbdev-export and nbdev-clean, then commit):")
+        print(changed)
+        subprocess.run(["git", "--no-pager", "diff", "--stat"], cwd=ROOT)
+        return 1
+    print("package and notebooks are in sync")
+    return 0
+
+
+def readme() -> int:
+    "Write README.md from nbs/index.ipynb: markdown cells as they are, code cells as fenced blocks."
+    nb = json.loads((ROOT / "nbs" / "index.ipynb").read_text())
+    parts = ["<!-- Written by `python tasks.py readme` from nbs/index.ipynb: edit the notebook, not this file. -->"]
+    for cell in nb["cells"]:
+        src = "".join(cell["source"]).strip()
+        if not src or src.startswith("#| hide"): continue
+        parts.append(src if cell["cell_type"] == "markdown" else f"```python\n{src}\n```")
+    (ROOT / "README.md").write_text("\n\n".join(parts) + "\n")
+    print("wrote README.md")
+    return 0
+
+
+def train(args: list[str]) -> int:
+    setup(dev=False)
+    return subprocess.run([str(BIN / "annotated-tx"), "train", *args], cwd=ROOT, env=data_env()).returncode
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__); return 0
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "setup": setup(dev="--dev" in rest); return 0
+    if cmd == "train": return train(rest)
+    if cmd == "sync": return sync()
+    if cmd == "readme": return readme()
+    if cmd == "test":
+        flags, jobs, names = "", 1, []
+        it = iter(rest)
+        for a in it:
+            if a == "--flags": flags = next(it)
+            elif a == "--jobs": jobs = int(next(it))
+            else: names.append(a)
+        return test(flags, names, jobs)
+    print(f"unknown command {cmd!r}\n{__doc__}"); return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
