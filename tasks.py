@@ -16,7 +16,7 @@ by default (the local CPU build on the project's machines; PyPI's CUDA build on 
 GPU). Set TORCH_SPEC (e.g. "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu") to choose.
 """
 from __future__ import annotations
-import json, os, shlex, subprocess, sys, time, venv
+import hashlib, json, os, shlex, subprocess, sys, time, venv
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -44,9 +44,10 @@ def setup(dev: bool = False) -> None:
     pip = [PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     if not _has("torch"): sh(*pip, *shlex.split(TORCH_SPEC))
     stamp = VENV / (".installed-dev" if dev else ".installed")
-    if not stamp.exists() or stamp.stat().st_mtime < (ROOT / "pyproject.toml").stat().st_mtime:
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if not stamp.exists() or stamp.read_text() != want:   # reinstall when the dependencies may have changed
         sh(*pip, "-e", f"{ROOT}[dev]" if dev else str(ROOT))
-        stamp.touch()
+        stamp.write_text(want)
 
 
 def data_env() -> dict:
