@@ -10,6 +10,8 @@ and for developers:
     python tasks.py setup [--dev]  only create/update .venv
     python tasks.py sync           fail if nbdev-export / nbdev-clean would change a tracked file
     python tasks.py readme         write README.md from nbs/index.ipynb
+    python tasks.py site           build the book as an offline static site in _site/ (tools/site/README.md)
+    python tasks.py site-test      build it and check every page in headless Chromium (ends "N passed, M failed")
 
 torch is installed first and on its own, so that no later step pulls a different build: `torch==2.13.0`
 by default (the local CPU build on the project's machines; PyPI's CUDA build on a Linux machine with a
@@ -119,6 +121,14 @@ def readme() -> int:
     return 0
 
 
+def site(args: list[str], check: bool = False) -> int:
+    "Build the static site (tools/site/build.py); with check, also open every page in headless Chromium."
+    setup(dev=True)   # build.py installs the docs packages, npm assets and chromium itself when missing
+    script = ROOT / "tools" / "site" / ("test_site.py" if check else "build.py")
+    return subprocess.run([str(PY), str(script), *(["--build"] if check else []), *args],
+                          cwd=ROOT, env=data_env()).returncode
+
+
 def train(args: list[str]) -> int:
     setup(dev=False)
     return subprocess.run([str(BIN / "annotated-tx"), "train", *args], cwd=ROOT, env=data_env()).returncode
@@ -132,6 +142,8 @@ def main(argv: list[str]) -> int:
     if cmd == "train": return train(rest)
     if cmd == "sync": return sync()
     if cmd == "readme": return readme()
+    if cmd == "site": return site(rest)
+    if cmd == "site-test": return site(rest, check=True)
     if cmd == "test":
         flags, jobs, names = "", 1, []
         it = iter(rest)
