@@ -13,13 +13,12 @@ import numpy as np
 import torch
 from torch import Tensor
 from .attention import padding_mask, subsequent_mask
+from .tokenizer import PAD_ID, UNK_ID, BOS_ID, EOS_ID  # the fixed ids of the vocabulary chapter
 
 # %% auto #0
-__all__ = ['PAD_ID', 'UNK_ID', 'BOS_ID', 'EOS_ID', 'Batch', 'make_batch', 'TokenBatchSampler', 'Batches']
+__all__ = ['Batch', 'make_batch', 'TokenBatchSampler', 'Batches']
 
 # %% ../nbs/07_batching.ipynb #5a934117
-PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
-
 @dataclass
 class Batch:
     "Source, decoder input and decoder output of a set of sentence pairs, padded to the batch's own longest sentence."
