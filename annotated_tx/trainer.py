@@ -22,7 +22,7 @@ from .training import batch_loss, make_optimizer, rate, set_lr
 
 # %% auto #0
 __all__ = ['CKPT_FORMAT', 'TrainConfig', 'dist_env', 'resolve_device', 'autocast_for', 'unwrap', 'save_weights',
-           'save_checkpoint', 'load_checkpoint', 'list_checkpoints', 'seed_everything', 'evaluate', 'train',
+           'save_checkpoint', 'load_checkpoint', 'list_checkpoints', 'seed_everything', 'evaluate', 'lr_scale', 'train',
            'average_checkpoints', 'average_main']
 
 # %% ../nbs/09_trainer.ipynb #4bc5aa0c
@@ -34,6 +34,7 @@ class TrainConfig:
     max_minutes: float = 0.0  # stop after this many minutes of training, resumed runs included (0: no limit)
     warmup: int = 4000  # warmup_steps of eq. (3)
     lr_factor: float = 1.0  # multiplies eq. (3)
+    cooldown: float = 0.0  # decay the rate linearly to 0 over this last fraction of the budget (0: eq. (3) to the end, as the paper)
     d_model: int | None = None  # d_model in eq. (3) (default: the model's)
     betas: tuple[float, float] = (0.9, 0.98)  # Adam β1, β2
     adam_eps: float = 1e-9  # Adam ε
@@ -53,6 +54,9 @@ class TrainConfig:
 
     def __post_init__(self):
         if self.amp not in ("auto", "bf16", "none"): raise ValueError(f"amp must be 'auto', 'bf16' or 'none', got {self.amp!r}")
+        if not 0 <= self.cooldown <= 1: raise ValueError(f"cooldown must be a fraction in [0, 1], got {self.cooldown}")
+        if self.cooldown and not (self.max_updates or self.max_minutes):
+            raise ValueError("cooldown needs a budget to end at: set max_updates or max_minutes")
         if self.accum_steps < 1: raise ValueError(f"accum_steps must be >= 1, got {self.accum_steps}")
         self.betas = tuple(self.betas)
 
@@ -240,9 +244,22 @@ def evaluate(
     if n == 0: raise ValueError("evaluate got no validation batches")
     return {"val_loss": loss / n, "val_nll": nll / n, "val_ppl": math.exp(min(nll / n, 50)), "val_tokens": n}
 
+# %% ../nbs/09_trainer.ipynb #ac0bea3e
+def lr_scale(
+    cfg: TrainConfig,  # the loop's settings (cooldown, max_updates, max_minutes)
+    step: int,  # the update about to be made, from 1
+    seconds: float,  # training seconds spent before it
+) -> float:
+    "Multiplier of eq. (3): 1, falling linearly to 0 over the last `cooldown` of the budget (updates or minutes, whichever runs out first)."
+    if not cfg.cooldown: return 1.0
+    used = max((step - 1) / cfg.max_updates if cfg.max_updates else 0.0,
+               seconds / (60 * cfg.max_minutes) if cfg.max_minutes else 0.0)
+    return max(0.0, min(1.0, (1 - used) / cfg.cooldown))
+
+
 # %% ../nbs/09_trainer.ipynb #c0db7019
 def _update(fwd: nn.Module, ddp: nn.Module, optimizer, group: list[Batch], step: int, d_model: int, cfg: TrainConfig,
-            rank: int, world: int, device: torch.device) -> dict:
+            rank: int, world: int, device: torch.device, scale: float = 1.0) -> dict:
     "One optimizer update (update number `step`, from 1) on this process's share of `group`."
     mine, n_tokens = group[rank::world], sum(b.n_tgt_tokens for b in group)
     sums = torch.zeros(2, device=device)
@@ -256,7 +273,7 @@ def _update(fwd: nn.Module, ddp: nn.Module, optimizer, group: list[Batch], step:
     rec = {}
     if cfg.clip_norm > 0:
         rec["grad_norm"] = float(torch.nn.utils.clip_grad_norm_([p for g in optimizer.param_groups for p in g["params"]], cfg.clip_norm))
-    lr = cfg.lr_factor * rate(step, d_model, cfg.warmup)
+    lr = cfg.lr_factor * rate(step, d_model, cfg.warmup) * scale
     set_lr(optimizer, lr)
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
@@ -342,7 +359,7 @@ def train(
             t0 = time.perf_counter()
             group = list(islice(stream, per_update))
             if len(group) < world: break                  # end of the epoch (too few batches left for every process)
-            rec = _update(fwd, ddp, optimizer, group, step + 1, d_model, cfg, rank, world, device)
+            rec = _update(fwd, ddp, optimizer, group, step + 1, d_model, cfg, rank, world, device, lr_scale(cfg, step + 1, seconds))
             step, done = step + 1, done + len(group)
             dt = time.perf_counter() - t0
             seconds += dt
