@@ -126,7 +126,7 @@ def check_output_dir(out_dir: str | Path, recipe: Recipe) -> Path:
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"; probe.write_text("ok"); probe.unlink()
+        probe = out / f".write-test-{os.getpid()}"; probe.write_text("ok"); probe.unlink()   # one per process (torchrun)
     except OSError as e:
         raise PermissionError(f"cannot write to the output directory {out}: {e.strerror or e}") from None
     saved = out / "recipe.json"
