@@ -372,9 +372,10 @@ def train(
             if cfg.val_every and step % cfg.val_every == 0: validate()
             flags = [cfg.max_updates and step >= cfg.max_updates, cfg.max_minutes and seconds >= 60 * cfg.max_minutes,
                      cfg.checkpoint_every_minutes and seconds - last_ckpt >= 60 * cfg.checkpoint_every_minutes]
-            if world > 1:                                 # rank 0's clock decides for everyone
-                f = torch.tensor([float(bool(x)) for x in flags], device=device if device.type == "cuda" else "cpu")
-                dist.broadcast(f, 0); flags = f.bool().tolist()
+            if world > 1:                                 # rank 0's clock decides for everyone (stops, checkpoints, cooldown)
+                f = torch.tensor([float(bool(x)) for x in flags] + [seconds], dtype=torch.float64,
+                                 device=device if device.type == "cuda" else "cpu")
+                dist.broadcast(f, 0); flags, seconds = f[:3].bool().tolist(), float(f[3])
             if flags[0]: stop = "max_updates"
             elif flags[1]: stop = "max_minutes"
             if (cfg.checkpoint_every_updates and step % cfg.checkpoint_every_updates == 0) or flags[2] or stop:
