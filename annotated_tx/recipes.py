@@ -19,8 +19,8 @@ from .decoding import translate
 from .evaluation import evaluate
 
 # %% auto #0
-__all__ = ['PRESETS', 'Recipe', 'get_recipe', 'peak_memory_mb', 'load_corpus', 'check_output_dir', 'score_split', 'run_recipe',
-           'train_main', 'evaluate_main']
+__all__ = ['PRESETS', 'Recipe', 'get_recipe', 'micro_batch', 'peak_memory_mb', 'load_corpus', 'check_output_dir', 'score_split',
+           'run_recipe', 'train_main', 'evaluate_main']
 
 # %% ../nbs/13_multi30k.ipynb #43cbc182
 @dataclass
@@ -32,7 +32,7 @@ class Recipe:
     vocab_size: int = 8000  # shared BPE vocabulary size (§5.1)
     model: str = "small"  # a named model configuration: 'small', 'base' or 'big'
     model_overrides: dict = field(default_factory=dict)  # TransformerConfig fields to change
-    max_tokens: int = 4096  # tokens per batch and side, padding included, per process
+    max_tokens: int = 4096  # tokens per micro-batch and side, padding included, per process (at most: see `micro_batch`)
     tokens_per_update: int = 0  # if set, accumulate micro-batches until about this many tokens per side (the paper: 25000)
     train: dict = field(default_factory=dict)  # TrainConfig fields
     average_last: int = 5  # average this many of the last checkpoints (§6.1: 5 base, 20 big; 0: off)
@@ -106,6 +106,16 @@ def get_recipe(
         if isinstance(v, dict) and isinstance(d.get(k), dict): d[k] = {**d[k], **v}
         else: d[k] = v
     return Recipe.from_dict(d)
+
+# %% ../nbs/13_multi30k.ipynb #579ca33e
+def micro_batch(
+    recipe: Recipe,  # the run's recipe
+    world: int = 1,  # number of processes (GPUs) that train together
+) -> tuple[int, int]:
+    "Tokens per micro-batch and micro-batches per update, on each process, so that an update holds about `tokens_per_update`."
+    if not recipe.tokens_per_update: return recipe.max_tokens, TrainConfig.from_dict(recipe.train).accum_steps
+    accum = max(1, math.ceil(recipe.tokens_per_update / (recipe.max_tokens * world)))
+    return min(recipe.max_tokens, math.ceil(recipe.tokens_per_update / (accum * world))), accum
 
 # %% ../nbs/13_multi30k.ipynb #2f2633a4
 def _say(msg: str) -> None: print(msg, file=sys.stderr, flush=True)
@@ -181,15 +191,15 @@ def run_recipe(
     val_ids, _ = filter_pairs(encode(val_pairs), config.max_len - 2, recipe.val_split)
 
     cfg = TrainConfig.from_dict({**recipe.train, "progress": progress and recipe.train.get("progress", True)})
-    if recipe.tokens_per_update:
-        cfg = replace(cfg, accum_steps=max(1, math.ceil(recipe.tokens_per_update / (recipe.max_tokens * world))))
-    batches = Batches.from_pairs(train_ids, recipe.max_tokens, shuffle=True, seed=cfg.seed)
-    val_batches = list(Batches.from_pairs(val_ids, recipe.max_tokens, shuffle=False)())
+    max_tokens, accum = micro_batch(recipe, world)
+    cfg = replace(cfg, accum_steps=accum)
+    batches = Batches.from_pairs(train_ids, max_tokens, shuffle=True, seed=cfg.seed)
+    val_batches = list(Batches.from_pairs(val_ids, max_tokens, shuffle=False)())
     torch.manual_seed(cfg.seed)
     model = Transformer(config)
     _say(f"model: {recipe.model} {config.d_model}d {config.n_enc_layers}+{config.n_dec_layers} layers, "
          f"{count_parameters(model) / 1e6:.1f}M parameters; {len(train_ids)} training pairs in {len(batches)} batches "
-         f"of <= {recipe.max_tokens} tokens, {cfg.accum_steps * world} per update")
+         f"of <= {max_tokens} tokens, {cfg.accum_steps * world} per update")
     done_marker = out / "train_done.json"
     if done_marker.is_file():                     # a finished run: do not train one step more, only re-score
         history = json.loads(done_marker.read_text())
