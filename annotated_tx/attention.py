@@ -12,7 +12,8 @@ import torch.nn.functional as F
 from torch import nn, Tensor
 
 # %% auto #0
-__all__ = ['subsequent_mask', 'padding_mask', 'attention', 'fast_attention', 'MultiHeadAttention', 'attention_chart']
+__all__ = ['subsequent_mask', 'padding_mask', 'attention', 'fast_attention', 'alibi_bias', 'MultiHeadAttention',
+           'attention_chart']
 
 # %% ../nbs/01_attention.ipynb #fa35f1db
 def subsequent_mask(
@@ -37,9 +38,11 @@ def attention(
     mask: Tensor | None = None,  # boolean, broadcastable to `[..., L_q, L_k]`; True = may attend
     causal: bool = False,  # also apply the subsequent (causal) mask
     dropout: float = 0.0,  # dropout on the attention weights (training only)
+    bias: Tensor | None = None,  # float, broadcastable to `[..., L_q, L_k]`, added to the scaled scores (ALiBi)
 ) -> tuple[Tensor, Tensor]:
     "Eq. (1), computed explicitly: returns the output `[..., L_q, d_v]` and the weights `[..., L_q, L_k]`."
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if bias is not None: scores = scores + bias
     if causal:
         scores = scores.masked_fill(~subsequent_mask(scores.size(-1), q.device)[-scores.size(-2):], float("-inf"))
     if mask is not None:
@@ -56,14 +59,31 @@ def fast_attention(
     mask: Tensor | None = None,  # boolean, broadcastable to `[..., L_q, L_k]`; True = may attend
     causal: bool = False,  # also apply the subsequent (causal) mask
     dropout: float = 0.0,  # dropout on the attention weights (training only)
+    bias: Tensor | None = None,  # float, broadcastable to `[..., L_q, L_k]`, added to the scaled scores (ALiBi)
 ) -> Tensor:
     "Eq. (1) through `F.scaled_dot_product_attention` (fused kernels on CPU and CUDA); no weights returned."
+    if bias is not None:  # one float mask: the bias where attending is allowed, -inf elsewhere
+        bias = bias.to(q.dtype)
+        if causal: bias = torch.where(subsequent_mask(k.size(-2), q.device)[-q.size(-2):], bias, float("-inf"))
+        if mask is not None: bias = torch.where(mask, bias, float("-inf"))
+        mask, causal = bias, False
     if causal and mask is not None:  # SDPA takes one or the other: fold the causal mask into `mask`
         mask = mask & subsequent_mask(k.size(-2), q.device)[-q.size(-2):]
         causal = False
     if causal and q.size(-2) != k.size(-2):  # SDPA aligns its causal mask top-left; ours is bottom-right
         mask, causal = subsequent_mask(k.size(-2), q.device)[-q.size(-2):], False
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=causal)
+
+# %% ../nbs/01_attention.ipynb #c41dcddd
+def alibi_bias(
+    slopes: Tensor,  # `[h]`, one slope per head
+    n_q: int,  # number of queries: the last n_q of the n_k positions (a cache's new positions)
+    n_k: int,  # number of keys
+) -> Tensor:
+    "ALiBi's additive bias `[h, n_q, n_k]`: -slope_h·|i - j|, the queries aligned to the last n_q key positions."
+    i = torch.arange(n_k - n_q, n_k, device=slopes.device)
+    j = torch.arange(n_k, device=slopes.device)
+    return -slopes[:, None, None] * (i[:, None] - j[None, :]).abs().to(slopes.dtype)
 
 # %% ../nbs/01_attention.ipynb #36f2c76b
 class MultiHeadAttention(nn.Module):
@@ -74,7 +94,9 @@ class MultiHeadAttention(nn.Module):
                  dropout: float = 0.0,  # dropout on the attention weights
                  d_k: int | None = None,  # key/query size per head (default d_model / h)
                  d_v: int | None = None,  # value size per head (default d_model / h)
-                 bias: bool = True):  # biases in the projections
+                 bias: bool = True,  # biases in the projections
+                 rotary: nn.Module | None = None,  # RoPE: `rotary(x, offset)` rotates q and k `[B, h, L, d_k]` (self-attention only)
+                 alibi_slopes: Tensor | None = None):  # ALiBi: `[h]` slopes of the distance penalty (self-attention only)
         super().__init__()
         if d_k is None or d_v is None:
             if d_model % n_heads: raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
@@ -85,6 +107,8 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, n_heads * self.d_v, bias=bias)
         self.w_o = nn.Linear(n_heads * self.d_v, d_model, bias=bias)
         self.keep_weights, self.weights = False, None
+        self.rotary = rotary                                          # a submodule, or None
+        self.register_buffer("alibi_slopes", alibi_slopes, persistent=False)   # None when off; not in the state dict
 
     def split(self, x: Tensor, d: int) -> Tensor:
         "`[B, L, h*d]` -> `[B, h, L, d]`"
@@ -100,19 +124,24 @@ class MultiHeadAttention(nn.Module):
                 static_kv: bool = False,  # key/value are fixed (encoder output): project once, reuse
                 ) -> Tensor:
         q = self.split(self.w_q(query), self.d_k)
+        if self.rotary is not None:  # RoPE: the new positions start after the keys already cached
+            offset = cache["k"].size(2) if cache is not None and "k" in cache and not static_kv else 0
+            q = self.rotary(q, offset)
         if cache is not None and static_kv and "k" in cache:
             k, v = cache["k"], cache["v"]
         else:
             k, v = self.split(self.w_k(key), self.d_k), self.split(self.w_v(value), self.d_v)
+            if self.rotary is not None: k = self.rotary(k, offset)        # cached keys are stored rotated
             if cache is not None:
                 if not static_kv and "k" in cache:
                     k, v = torch.cat([cache["k"], k], 2), torch.cat([cache["v"], v], 2)
                 cache["k"], cache["v"] = k, v
+        bias = None if self.alibi_slopes is None else alibi_bias(self.alibi_slopes, q.size(2), k.size(2))
         p = self.dropout if self.training else 0.0
         if self.keep_weights:
-            out, self.weights = attention(q, k, v, mask, causal, p)
+            out, self.weights = attention(q, k, v, mask, causal, p, bias)
         else:
-            out = fast_attention(q, k, v, mask, causal, p)
+            out = fast_attention(q, k, v, mask, causal, p, bias)
         return self.w_o(out.transpose(1, 2).reshape(query.size(0), query.size(1), -1))
 
 # %% ../nbs/01_attention.ipynb #ac805725

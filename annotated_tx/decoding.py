@@ -12,7 +12,7 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from .attention import attention
+from .attention import attention, alibi_bias
 from .model import Transformer, TransformerConfig, get_config, load_model, default_device
 from .tokenizer import Tokenizer
 
@@ -65,11 +65,14 @@ class IncrementalDecoder:
         "Masked self-attention of the new position (`x`: `[N, 1, d_model]`) over positions 0..t of layer i."
         N, h = x.size(0), self.h
         q, k, v = F.linear(x, *self.w_qkv[i]).split([h * self.d_k, h * self.d_k, h * self.d_v], -1)
+        q, k = q.view(N, h, 1, self.d_k), k.view(N, h, 1, self.d_k)
+        if a.rotary is not None: q, k = a.rotary(q, t), a.rotary(k, t)           # RoPE: rotated to position t
         self._grow(t, k)
         K, V = self.kv
-        K[i, :, :, t], V[i, :, :, t] = k.view(N, h, self.d_k), v.view(N, h, self.d_v)
+        K[i, :, :, t], V[i, :, :, t] = k[:, :, 0], v.view(N, h, self.d_v)
         keys, values = K[i, :, :, :t + 1], V[i, :, :, :t + 1]                      # [N, h, t+1, d]
-        out = attention(q.view(N, h, 1, self.d_k), keys, values)[0]     # eq. (1); the newest query sees all: no mask
+        bias = None if a.alibi_slopes is None else alibi_bias(a.alibi_slopes, 1, t + 1)   # ALiBi
+        out = attention(q, keys, values, bias=bias)[0]                  # eq. (1); the newest query sees all: no mask
         return a.w_o(out.view(N, 1, h * self.d_v))
 
     def _cross_attn(self, i: int, a, x: Tensor) -> Tensor:

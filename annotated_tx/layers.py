@@ -9,7 +9,8 @@ import torch
 from torch import nn, Tensor
 
 # %% auto #0
-__all__ = ['PositionwiseFeedForward', 'Embeddings', 'sinusoidal_encoding', 'PositionalEncoding', 'LearnedPositionalEmbedding']
+__all__ = ['PositionwiseFeedForward', 'Embeddings', 'sinusoidal_encoding', 'PositionalEncoding', 'LearnedPositionalEmbedding',
+           'NoPositionalEncoding', 'RotaryEmbedding', 'alibi_slopes']
 
 # %% ../nbs/02_layers.ipynb #3e880d65
 class PositionwiseFeedForward(nn.Module):
@@ -84,3 +85,36 @@ class LearnedPositionalEmbedding(nn.Module):
         if end > self.pe.num_embeddings:
             raise ValueError(f"position {end - 1} is beyond max_len={self.pe.num_embeddings} of the learned embedding")
         return x + self.pe.weight[offset:end]
+
+# %% ../nbs/02_layers.ipynb #3e00af00
+class NoPositionalEncoding(nn.Module):
+    "Adds nothing: with RoPE or ALiBi the positions enter inside self-attention, not at the embeddings."
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor: return x
+
+class RotaryEmbedding(nn.Module):
+    "RoPE (Su et al., 2021): rotate each pair (2i, 2i+1) of a query or key at position p by the angle p·ω_i, ω_i = 10000^(-2i/d)."
+    def __init__(self,
+                 d_head: int,  # size of the vectors to rotate (d_k), even
+                 max_len: int = 1024):  # longest sequence supported
+        super().__init__()
+        pe = sinusoidal_encoding(max_len, d_head)   # sin(p·ω_i) in even columns, cos(p·ω_i) in odd: §3.5's angles
+        self.register_buffer("sin", pe[:, 0::2].contiguous(), persistent=False)
+        self.register_buffer("cos", pe[:, 1::2].contiguous(), persistent=False)
+
+    def forward(self, x: Tensor, offset: int = 0) -> Tensor:
+        "Rotate `x` `[..., L, d_head]` whose rows sit at positions offset … offset+L-1."
+        end = offset + x.size(-2)
+        if end > self.sin.size(0):
+            raise ValueError(f"position {end - 1} is beyond max_len={self.sin.size(0)} of the rotary embedding")
+        sin, cos = self.sin[offset:end].to(x.dtype), self.cos[offset:end].to(x.dtype)
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
+
+def alibi_slopes(
+    n_heads: int,  # h
+) -> Tensor:
+    "ALiBi's per-head slopes: 2^(-8i/h), i = 1 … h, for h a power of two; else the slopes of the power of two below, then every other slope of the one above."
+    if n_heads < 1: raise ValueError(f"n_heads must be >= 1, got {n_heads}")
+    geometric = lambda n: [2 ** (-8 * i / n) for i in range(1, n + 1)]
+    p = 2 ** math.floor(math.log2(n_heads))
+    return torch.tensor(geometric(p) + geometric(2 * p)[0::2][:n_heads - p])

@@ -13,13 +13,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
 from .attention import MultiHeadAttention, padding_mask
-from .layers import PositionwiseFeedForward, Embeddings, PositionalEncoding, LearnedPositionalEmbedding
+from .layers import (PositionwiseFeedForward, Embeddings, PositionalEncoding, LearnedPositionalEmbedding,
+                                 NoPositionalEncoding, RotaryEmbedding, alibi_slopes)
 
 # %% auto #0
-__all__ = ['CONFIGS', 'TransformerConfig', 'get_config', 'Residual', 'EncoderLayer', 'Encoder', 'DecoderLayer', 'Decoder',
-           'Transformer', 'count_parameters', 'save_model', 'read_model_header', 'load_model', 'default_device']
+__all__ = ['POSITIONAL', 'CONFIGS', 'TransformerConfig', 'get_config', 'position_module', 'self_attention', 'Residual',
+           'EncoderLayer', 'Encoder', 'DecoderLayer', 'Decoder', 'Transformer', 'count_parameters', 'save_model',
+           'read_model_header', 'load_model', 'default_device']
 
 # %% ../nbs/03_model.ipynb #03aa23dd
+POSITIONAL = ("sinusoidal", "learned", "rope", "alibi")   # position schemes: the paper's two, and two later ones
+
 @dataclass
 class TransformerConfig:
     "Sizes and switches of the model; the defaults are the paper's base model (Table 3, first row)."
@@ -36,8 +40,8 @@ class TransformerConfig:
     attn_dropout: float = 0.0  # dropout on attention weights (not in the paper)
     ffn_dropout: float = 0.0  # dropout after the FFN's ReLU (not in the paper)
     norm_first: bool = False  # pre-norm instead of the paper's post-norm
-    positional: str = "sinusoidal"  # 'sinusoidal' (§3.5) or 'learned' (Table 3 row E)
-    max_len: int = 1024  # longest sequence the positional encoding supports
+    positional: str = "sinusoidal"  # 'sinusoidal' (§3.5), 'learned' (Table 3 row E), or 'rope' / 'alibi' (beyond the paper)
+    max_len: int = 1024  # longest sequence the positional encoding (or the rotary table) supports
     share_embeddings: bool = True  # one embedding matrix for source and target (needs a shared vocabulary)
     tie_output: bool = True  # reuse the target embedding as the pre-softmax projection (§3.4)
     pad_id: int = 0  # padding token id
@@ -48,8 +52,10 @@ class TransformerConfig:
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(f"share_embeddings needs one vocabulary, got src_vocab_size={self.src_vocab_size} "
                              f"and tgt_vocab_size={self.tgt_vocab_size}")
-        if self.positional not in ("sinusoidal", "learned"):
-            raise ValueError(f"positional must be 'sinusoidal' or 'learned', got {self.positional!r}")
+        if self.positional not in POSITIONAL:
+            raise ValueError(f"positional must be one of {POSITIONAL}, got {self.positional!r}")
+        if self.positional == "rope" and (self.d_k or self.d_model // self.n_heads) % 2:
+            raise ValueError(f"positional='rope' rotates pairs of dimensions: d_k must be even, got {self.d_k or self.d_model // self.n_heads}")
 
     def to_dict(self) -> dict: return asdict(self)
 
@@ -76,6 +82,20 @@ def get_config(
     if name not in CONFIGS: raise ValueError(f"unknown model configuration {name!r}; choose from {sorted(CONFIGS)}")
     return TransformerConfig(**{**CONFIGS[name], **overrides})
 
+# %% ../nbs/03_model.ipynb #248a730c
+def position_module(c: TransformerConfig) -> nn.Module:
+    "What adds positions to the embedded tokens: the sinusoid, a learned table, or nothing (RoPE and ALiBi act inside attention)."
+    if c.positional == "sinusoidal": return PositionalEncoding(c.d_model, c.max_len)
+    if c.positional == "learned": return LearnedPositionalEmbedding(c.d_model, c.max_len)
+    return NoPositionalEncoding()
+
+def self_attention(c: TransformerConfig) -> MultiHeadAttention:
+    "A self-attention layer for config `c`: with rotary embeddings ('rope') or ALiBi biases ('alibi') when asked."
+    d_k = c.d_k or c.d_model // c.n_heads
+    return MultiHeadAttention(c.d_model, c.n_heads, c.attn_dropout, c.d_k, c.d_v,
+                              rotary=RotaryEmbedding(d_k, c.max_len) if c.positional == "rope" else None,
+                              alibi_slopes=alibi_slopes(c.n_heads) if c.positional == "alibi" else None)
+
 # %% ../nbs/03_model.ipynb #b41cf2ee
 class Residual(nn.Module):
     "One sublayer with its residual connection: LayerNorm(x + Dropout(f(x))), or x + Dropout(f(LayerNorm(x))) pre-norm."
@@ -92,12 +112,12 @@ class EncoderLayer(nn.Module):
     "Self-attention, then the feed-forward network, each in a residual sublayer."
     def __init__(self, c: TransformerConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(c.d_model, c.n_heads, c.attn_dropout, c.d_k, c.d_v)
+        self.self_attn = self_attention(c)
         self.ffn = PositionwiseFeedForward(c.d_model, c.d_ff, c.ffn_dropout)
         self.sub1, self.sub2 = Residual(c.d_model, c.dropout, c.norm_first), Residual(c.d_model, c.dropout, c.norm_first)
 
-    def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
-        x = self.sub1(x, lambda y: self.self_attn(y, y, y, mask))
+    def forward(self, x: Tensor, mask: Tensor | None, causal: bool = False, cache: dict | None = None) -> Tensor:
+        x = self.sub1(x, lambda y: self.self_attn(y, y, y, mask, causal, cache))
         return self.sub2(x, self.ffn)
 
 class Encoder(nn.Module):
@@ -116,7 +136,7 @@ class DecoderLayer(nn.Module):
     "Masked self-attention, encoder-decoder attention, then the feed-forward network."
     def __init__(self, c: TransformerConfig):
         super().__init__()
-        self.self_attn = MultiHeadAttention(c.d_model, c.n_heads, c.attn_dropout, c.d_k, c.d_v)
+        self.self_attn = self_attention(c)
         self.cross_attn = MultiHeadAttention(c.d_model, c.n_heads, c.attn_dropout, c.d_k, c.d_v)
         self.ffn = PositionwiseFeedForward(c.d_model, c.d_ff, c.ffn_dropout)
         self.sub1, self.sub2, self.sub3 = (Residual(c.d_model, c.dropout, c.norm_first) for _ in range(3))
@@ -147,8 +167,7 @@ class Transformer(nn.Module):
         c = self.config = config
         self.src_emb = Embeddings(c.src_vocab_size, c.d_model)
         self.tgt_emb = self.src_emb if c.share_embeddings else Embeddings(c.tgt_vocab_size, c.d_model)
-        Pos = PositionalEncoding if c.positional == "sinusoidal" else LearnedPositionalEmbedding
-        self.src_pos, self.tgt_pos = Pos(c.d_model, c.max_len), Pos(c.d_model, c.max_len)
+        self.src_pos, self.tgt_pos = position_module(c), position_module(c)
         self.dropout = nn.Dropout(c.dropout)
         self.encoder, self.decoder = Encoder(c), Decoder(c)
         self.out_proj = None if c.tie_output else nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
