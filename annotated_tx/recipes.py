@@ -20,7 +20,7 @@ from .evaluation import evaluate
 
 # %% auto #0
 __all__ = ['PRESETS', 'Recipe', 'get_recipe', 'micro_batch', 'peak_memory_mb', 'load_corpus', 'check_output_dir', 'score_split',
-           'run_recipe', 'train_main', 'evaluate_main']
+           'run_recipe', 'train_parser', 'recipe_from_args', 'train_main', 'evaluate_main']
 
 # %% ../nbs/13_multi30k.ipynb #43cbc182
 @dataclass
@@ -254,8 +254,8 @@ def _parse_set(items: list[str]) -> dict:
         d[leaf] = value
     return out
 
-def train_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx train`: train a model end to end from a preset or a recipe file, then average, decode and score."
+def train_parser() -> argparse.ArgumentParser:
+    "The options of `annotated-tx train`."
     p = argparse.ArgumentParser(prog="annotated-tx train", description=train_main.__doc__)
     p.add_argument("--preset", default="multi30k-cpu",
                    help=f"a preset ({', '.join(PRESETS)}, or copy) or a recipe .json file (default: multi30k-cpu)")
@@ -268,16 +268,24 @@ def train_main(argv: list[str] | None = None) -> int:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a recipe field, e.g. train.max_minutes=5 or model_overrides.dropout=0.2 (repeatable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    a = p.parse_args(argv)
+    return p
+
+def recipe_from_args(a: argparse.Namespace) -> Recipe:
+    "The recipe a parsed `annotated-tx train` command line asks for: the preset, then --set, --src, --tgt and --minutes."
+    over = _parse_set(a.set)
+    if a.src: over["src_lang"] = a.src
+    if a.tgt: over["tgt_lang"] = a.tgt
+    if a.minutes is not None: over.setdefault("train", {})["max_minutes"] = a.minutes
+    return get_recipe(a.preset, **over)
+
+def train_main(argv: list[str] | None = None) -> int:
+    "`annotated-tx train`: train a model end to end from a preset or a recipe file, then average, decode and score."
+    a = train_parser().parse_args(argv)
     if a.preset == "copy":
         from annotated_tx.copy_task import copy_main
         return copy_main(([] if a.out is None else ["--out", a.out]) + (["--no-progress"] if a.no_progress else []))
     try:
-        over = _parse_set(a.set)
-        if a.src: over["src_lang"] = a.src
-        if a.tgt: over["tgt_lang"] = a.tgt
-        if a.minutes is not None: over.setdefault("train", {})["max_minutes"] = a.minutes
-        recipe = get_recipe(a.preset, **over)
+        recipe = recipe_from_args(a)
         name = Path(a.preset).stem if a.preset not in PRESETS else a.preset
         out = a.out or f"runs/{name}-{recipe.src_lang}-{recipe.tgt_lang}"
         if a.data_dir is not None and not Path(a.data_dir).is_dir():
