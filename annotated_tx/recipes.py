@@ -6,7 +6,7 @@ Docs: https://annotated-tx.github.io/annotated_tx/multi30k.html.md"""
 
 # %% ../nbs/13_multi30k.ipynb #1abc108c
 from __future__ import annotations
-import argparse, json, math, os, resource, sys, time
+import argparse, json, math, os, resource, socket, sys, time
 from dataclasses import dataclass, field, asdict, fields, replace
 from pathlib import Path
 import torch
@@ -19,8 +19,9 @@ from .decoding import translate
 from .evaluation import evaluate
 
 # %% auto #0
-__all__ = ['PRESETS', 'Recipe', 'get_recipe', 'micro_batch', 'peak_memory_mb', 'load_corpus', 'check_output_dir', 'score_split',
-           'run_recipe', 'train_parser', 'recipe_from_args', 'train_main', 'evaluate_main']
+__all__ = ['PRESETS', 'Recipe', 'get_recipe', 'micro_batch', 'peak_memory_mb', 'load_corpus', 'check_output_dir',
+           'shared_vocabulary', 'score_split', 'run_recipe', 'train_parser', 'recipe_from_args', 'train_main',
+           'evaluate_main']
 
 # %% ../nbs/13_multi30k.ipynb #43cbc182
 @dataclass
@@ -145,6 +146,28 @@ def check_output_dir(out_dir: str | Path, recipe: Recipe) -> Path:
                          "or delete it to start again")
     return out
 
+# %% ../nbs/13_multi30k.ipynb #59bebc1c
+def shared_vocabulary(
+    pairs: list[tuple[str, str]],  # the training pairs to learn from
+    vocab_size: int,  # pieces in the shared vocabulary
+    path: str | Path,  # the run's tokenizer.model: loaded if it exists, else learned and written here
+    local_rank: int | None = None,  # this process's rank on its machine (default: torchrun's LOCAL_RANK, else 0)
+    poll_seconds: float = 1.0,  # how often a waiting process looks for the file
+) -> Tokenizer:
+    "The run's vocabulary: loaded from `path`, or learned by one process per machine while the others wait for it."
+    path = Path(path)
+    if local_rank is None: local_rank = dist_env()[2]
+    if not path.is_file() and local_rank == 0:
+        t0 = time.time()
+        tokenizer = Tokenizer.train(pairs, vocab_size)
+        os.replace(tokenizer.save(path.with_name(f".{path.name}.{socket.gethostname()}-{os.getpid()}")), path)
+        _say(f"vocabulary: {tokenizer.vocab_size} BPE pieces trained on {2 * len(pairs)} training sentences "
+             f"in {time.time() - t0:.1f}s -> {path}")
+        return tokenizer
+    if not path.is_file(): _say(f"local rank {local_rank}: waiting for local rank 0 to learn the vocabulary {path}")
+    while not path.is_file(): time.sleep(poll_seconds)
+    return Tokenizer.load(path)
+
 # %% ../nbs/13_multi30k.ipynb #0e6ed8bd
 def score_split(
     model: Transformer, tokenizer: Tokenizer, pairs: list[tuple[str, str]], recipe: Recipe,
@@ -178,13 +201,7 @@ def run_recipe(
     val_pairs, test_pairs = (load_corpus(recipe, s, data_dir, download) for s in (recipe.val_split, recipe.test_split))
     if recipe.eval_sentences: val_pairs, test_pairs = val_pairs[:recipe.eval_sentences], test_pairs[:recipe.eval_sentences]
 
-    tok_path = out / "tokenizer.model"
-    if tok_path.is_file(): tokenizer = Tokenizer.load(tok_path)
-    else:
-        t0 = time.time()
-        tokenizer = Tokenizer.train(train_pairs, recipe.vocab_size, tok_path if rank == 0 else None)
-        _say(f"vocabulary: {tokenizer.vocab_size} BPE pieces trained on {2 * len(train_pairs)} training sentences "
-             f"in {time.time() - t0:.1f}s -> {tok_path}")
+    tokenizer = shared_vocabulary(train_pairs, recipe.vocab_size, out / "tokenizer.model")
     config = recipe.model_config(tokenizer.vocab_size)
     encode = lambda pairs: [(tokenizer.encode(s), tokenizer.encode(t)) for s, t in pairs]
     train_ids, _ = filter_pairs(encode(train_pairs), config.max_len - 2, "train")   # room for BOS/EOS
