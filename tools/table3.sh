@@ -28,12 +28,12 @@ SRC=${SRC:-en}; TGT=${TGT:-de}; UPDATES=${UPDATES:-2000}; KEEP_GOING=${KEEP_GOIN
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 OUT=runs/table3
 
-# Priority order: tier 1 (one row per claim of the paper, and the seed-noise row), tier 2, tier 3 (design.md §7).
+# Priority order: one row per claim of the paper and the seed-noise row first, then the rest of each group.
 ORDER=(base base-s1 A-h1 A-h32 B-dk8 C-N1 C-N4 D-drop0.0 D-ls0.0 E-learned
        A-h4 A-h16 B-dk16 D-drop0.2 D-ls0.2 C-N2 C-d128 C-ff512 C-ff2048
        C-d512)
 
-declare -A SETS EST   # the row's own --set values; estimated minutes (design.md §7; the real ones land in results.json)
+declare -A SETS EST   # the row's own --set values; estimated minutes (guesses made before the runs; the real ones land in results.json)
 SETS[base]="";                                                                  EST[base]=35
 SETS[base-s1]="train.seed=1";                                                   EST[base-s1]=35
 SETS[A-h1]="model_overrides.n_heads=1 model_overrides.d_k=256 model_overrides.d_v=256";   EST[A-h1]=35
