@@ -62,6 +62,7 @@ def fast_attention(
     bias: Tensor | None = None,  # float, broadcastable to `[..., L_q, L_k]`, added to the scaled scores (ALiBi)
 ) -> Tensor:
     "Eq. (1) through `F.scaled_dot_product_attention` (fused kernels on CPU and CUDA); no weights returned."
+    if causal and q.size(-2) == 1: causal = False  # one new query (a cache) may attend to every key: no mask, so SDPA can pick a fused kernel
     if bias is not None:  # one float mask: the bias where attending is allowed, -inf elsewhere
         bias = bias.to(q.dtype)
         if causal: bias = torch.where(subsequent_mask(k.size(-2), q.device)[-q.size(-2):], bias, float("-inf"))
