@@ -257,6 +257,8 @@ def run_recipe(
     return results
 
 # %% ../nbs/13_multi30k.ipynb #e2519354
+_PY_LITERALS = {"True": "true", "False": "false", "None": "null"}   # Python spellings that would otherwise pass as strings
+
 def _parse_set(items: list[str]) -> dict:
     "`a.b=value` strings -> nested overrides; values are JSON when they parse as JSON, else strings."
     out: dict = {}
@@ -264,7 +266,9 @@ def _parse_set(items: list[str]) -> dict:
         key, sep, raw = item.partition("=")
         if not sep or not key: raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
         try: value = json.loads(raw)
-        except json.JSONDecodeError: value = raw
+        except json.JSONDecodeError:
+            if raw in _PY_LITERALS: raise ValueError(f"--set {item!r}: values are JSON, write {key}={_PY_LITERALS[raw]}") from None
+            value = raw
         *parents, leaf = key.split(".")
         d = out
         for p in parents: d = d.setdefault(p, {})
