@@ -260,7 +260,7 @@ def run_recipe(
 _PY_LITERALS = {"True": "true", "False": "false", "None": "null"}   # Python spellings that would otherwise pass as strings
 
 def _parse_set(items: list[str]) -> dict:
-    "`a.b=value` strings -> nested overrides; values are JSON when they parse as JSON, else strings."
+    "`a.b=value` strings -> nested overrides; values are JSON when they parse as JSON, else strings (but not True/False/None)."
     out: dict = {}
     for item in items:
         key, sep, raw = item.partition("=")
