@@ -7,7 +7,7 @@ Docs: https://annotated-tx.github.io/annotated_tx/model.html.md"""
 # %% ../nbs/03_model.ipynb #0c37e32e
 from __future__ import annotations
 import json, math
-from dataclasses import dataclass, asdict, field, replace
+from dataclasses import dataclass, asdict, field, fields, replace
 from pathlib import Path
 import torch
 import torch.nn.functional as F
@@ -17,15 +17,26 @@ from .layers import (PositionwiseFeedForward, Embeddings, PositionalEncoding, Le
                                  NoPositionalEncoding, RotaryEmbedding, alibi_slopes)
 
 # %% auto #0
-__all__ = ['POSITIONAL', 'CONFIGS', 'TransformerConfig', 'get_config', 'position_module', 'self_attention', 'Residual',
+__all__ = ['POSITIONAL', 'CONFIGS', 'Config', 'TransformerConfig', 'get_config', 'position_module', 'self_attention', 'Residual',
            'EncoderLayer', 'Encoder', 'DecoderLayer', 'Decoder', 'Transformer', 'count_parameters', 'save_model',
            'read_model_header', 'load_model', 'default_device']
 
 # %% ../nbs/03_model.ipynb #03aa23dd
 POSITIONAL = ("sinusoidal", "learned", "rope", "alibi")   # position schemes: the paper's two, and two later ones
 
+class Config:
+    "A dataclass mixin: `to_dict`, and a strict `from_dict` that names any key that is not a field."
+    def to_dict(self) -> dict: return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict):
+        "Build from a dict, naming any key that is not a field (a misspelt setting must not be ignored)."
+        unknown = set(d) - {f.name for f in fields(cls)}
+        if unknown: raise ValueError(f"unknown {cls.__name__} fields: {sorted(unknown)}; known: {sorted(f.name for f in fields(cls))}")
+        return cls(**d)
+
 @dataclass
-class TransformerConfig:
+class TransformerConfig(Config):
     "Sizes and switches of the model; the defaults are the paper's base model (Table 3, first row)."
     src_vocab_size: int = 37000  # source vocabulary (the paper: a shared BPE vocabulary of ~37000)
     tgt_vocab_size: int = 37000  # target vocabulary
@@ -56,15 +67,6 @@ class TransformerConfig:
             raise ValueError(f"positional must be one of {POSITIONAL}, got {self.positional!r}")
         if self.positional == "rope" and (self.d_k or self.d_model // self.n_heads) % 2:
             raise ValueError(f"positional='rope' rotates pairs of dimensions: d_k must be even, got {self.d_k or self.d_model // self.n_heads}")
-
-    def to_dict(self) -> dict: return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "TransformerConfig":
-        "Build from a dict, naming any key that is not a field."
-        unknown = set(d) - set(cls.__dataclass_fields__)
-        if unknown: raise ValueError(f"unknown TransformerConfig fields: {sorted(unknown)}")
-        return cls(**d)
 
 # %% ../nbs/03_model.ipynb #ddfa0f37
 CONFIGS = {
