@@ -18,7 +18,7 @@ by default (the local CPU build on the project's machines; PyPI's CUDA build on 
 GPU). Set TORCH_SPEC (e.g. "torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu") to choose.
 """
 from __future__ import annotations
-import hashlib, json, os, shlex, subprocess, sys, time, venv
+import hashlib, json, os, re, shlex, subprocess, sys, time, venv
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -115,7 +115,9 @@ def readme() -> int:
     for cell in nb["cells"]:
         src = "".join(cell["source"]).strip()
         if not src or src.startswith("#| hide"): continue
-        parts.append(src if cell["cell_type"] == "markdown" else f"```python\n{src}\n```")
+        if cell["cell_type"] == "markdown":     # links between chapters are relative to nbs/; the README sits above it
+            parts.append(re.sub(r"\]\((\d\d_[\w-]+\.ipynb(?:#[\w-]*)?)\)", r"](nbs/\1)", src))
+        else: parts.append(f"```python\n{src}\n```")
     (ROOT / "README.md").write_text("\n\n".join(parts) + "\n")
     print("wrote README.md")
     return 0

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from torch import nn, Tensor
 
 # %% auto #0
-__all__ = ['subsequent_mask', 'padding_mask', 'attention', 'fast_attention', 'alibi_bias', 'MultiHeadAttention',
+__all__ = ['subsequent_mask', 'padding_mask', 'attention', 'fast_attention', 'alibi_bias', 'MultiHeadAttention', 'KVCache',
            'attention_chart']
 
 # %% ../nbs/01_attention.ipynb #fa35f1db
@@ -115,35 +115,125 @@ class MultiHeadAttention(nn.Module):
         "`[B, L, h*d]` -> `[B, h, L, d]`"
         return x.view(x.size(0), x.size(1), self.n_heads, d).transpose(1, 2)
 
-    def forward(self,
-                query: Tensor,  # `[B, L_q, d_model]`
-                key: Tensor,  # `[B, L_k, d_model]`
-                value: Tensor,  # `[B, L_k, d_model]`
-                mask: Tensor | None = None,  # boolean, broadcastable to `[B, h, L_q, L_k]`
-                causal: bool = False,  # apply the subsequent mask
-                cache: dict | None = None,  # incremental decoding state, filled in place
-                static_kv: bool = False,  # key/value are fixed (encoder output): project once, reuse
-                ) -> Tensor:
-        q = self.split(self.w_q(query), self.d_k)
-        if self.rotary is not None:  # RoPE: the new positions start after the keys already cached
-            offset = cache["k"].size(2) if cache is not None and "k" in cache and not static_kv else 0
-            q = self.rotary(q, offset)
-        if cache is not None and static_kv and "k" in cache:
-            k, v = cache["k"], cache["v"]
-        else:
-            k, v = self.split(self.w_k(key), self.d_k), self.split(self.w_v(value), self.d_v)
-            if self.rotary is not None: k = self.rotary(k, offset)        # cached keys are stored rotated
-            if cache is not None:
-                if not static_kv and "k" in cache:
-                    k, v = torch.cat([cache["k"], k], 2), torch.cat([cache["v"], v], 2)
-                cache["k"], cache["v"] = k, v
-        bias = None if self.alibi_slopes is None else alibi_bias(self.alibi_slopes, q.size(2), k.size(2))
+    def project_q(self, x: Tensor, offset: int = 0) -> Tensor:
+        "Queries `[B, h, L, d_k]` of `x` `[B, L, d_model]` at positions offset, offset+1, … (RoPE rotates them there)."
+        q = self.split(self.w_q(x), self.d_k)
+        return q if self.rotary is None else self.rotary(q, offset)
+
+    def project_kv(self, x: Tensor, offset: int = 0) -> tuple[Tensor, Tensor]:
+        "Keys `[B, h, L, d_k]` (rotated by RoPE) and values `[B, h, L, d_v]` of `x`."
+        k = self.split(self.w_k(x), self.d_k)
+        return k if self.rotary is None else self.rotary(k, offset), self.split(self.w_v(x), self.d_v)
+
+    def qkv_weights(self) -> tuple[Tensor, Tensor | None]:
+        "W^Q, W^K, W^V stacked into one matrix (and their biases into one vector)."
+        ps = (self.w_q, self.w_k, self.w_v)
+        return torch.cat([p.weight for p in ps]), None if self.w_q.bias is None else torch.cat([p.bias for p in ps])
+
+    def project_qkv(self, x: Tensor, offset: int = 0, weights: tuple[Tensor, Tensor | None] | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        "Self-attention's queries, keys and values in one matrix product of width 2·h·d_k + h·d_v (`weights`: `qkv_weights()` made earlier)."
+        w, b = self.qkv_weights() if weights is None else weights
+        h, d_k, d_v = self.n_heads, self.d_k, self.d_v
+        q, k, v = F.linear(x, w, b).split([h * d_k, h * d_k, h * d_v], -1)
+        q, k, v = self.split(q, d_k), self.split(k, d_k), self.split(v, d_v)
+        if self.rotary is not None: q, k = self.rotary(q, offset), self.rotary(k, offset)
+        return q, k, v
+
+    def attend(self,
+               q: Tensor,  # `[N, h, L_q, d_k]` queries; N may be g·B: g rows of queries share each row of keys (beams)
+               k: Tensor,  # `[B, h, L_k, d_k]` keys
+               v: Tensor,  # `[B, h, L_k, d_v]` values
+               mask: Tensor | None = None,  # boolean, broadcastable to `[B, h, g·L_q, L_k]`
+               causal: bool = False,  # the queries are the last L_q positions of the keys, each sees only its past
+               ) -> Tensor:
+        "Eq. (1) for every head, the heads concatenated and projected by W^O: `[N, L_q, d_model]`."
+        B, h, L_q = k.size(0), self.n_heads, q.size(2)
+        g = q.size(0) // B
+        if g > 1: q = q.view(B, g, h, L_q, self.d_k).transpose(1, 2).reshape(B, h, g * L_q, self.d_k)
+        bias = None if self.alibi_slopes is None else alibi_bias(self.alibi_slopes, L_q, k.size(2))
         p = self.dropout if self.training else 0.0
-        if self.keep_weights:
-            out, self.weights = attention(q, k, v, mask, causal, p, bias)
+        # The one choice of kernel: eq. (1) written out when its weights are wanted, and for a decoding step (a few
+        # queries per row leave a fused kernel little to fuse); the fused kernel everywhere else.
+        if self.keep_weights or (L_q == 1 and not torch.is_grad_enabled()):
+            out, weights = attention(q, k, v, mask, causal and L_q > 1, p, bias)
+            if self.keep_weights: self.weights = weights
         else:
             out = fast_attention(q, k, v, mask, causal, p, bias)
-        return self.w_o(out.transpose(1, 2).reshape(query.size(0), query.size(1), -1))
+        if g > 1: out = out.view(B, h, g, L_q, self.d_v).transpose(1, 2)
+        return self.w_o(out.transpose(-3, -2).reshape(q.size(0) if g == 1 else B * g, L_q, h * self.d_v))
+
+    def forward(self,
+                query: Tensor,  # `[N, L_q, d_model]`
+                key: Tensor | None = None,  # `[B, L_k, d_model]`; the same tensor as `query` (and `value`) for self-attention
+                value: Tensor | None = None,  # `[B, L_k, d_model]`
+                mask: Tensor | None = None,  # boolean, broadcastable to `[B, h, L_q, L_k]`
+                causal: bool = False,  # apply the subsequent mask
+                cache: KVCache | None = None,  # self-attention: earlier positions' keys/values, extended in place
+                layer: int = 0,  # this layer's index in `cache`
+                kv: tuple[Tensor, Tensor] | None = None,  # keys and values already projected (`project_kv` of the encoder output)
+                ) -> Tensor:
+        offset = 0 if cache is None else cache.length(layer)      # the new positions start after the cached ones
+        if kv is not None: q, (k, v) = self.project_q(query), kv
+        elif key is query and value is query:                    # a cache keeps the stacked weights for the whole decoding
+            q, k, v = self.project_qkv(query, offset, None if cache is None else cache.qkv_weights(layer, self))
+        else: q, (k, v) = self.project_q(query, offset), self.project_kv(key, offset)
+        if cache is not None: k, v = cache.append(layer, k, v)
+        return self.attend(q, k, v, mask, causal)
+
+# %% ../nbs/01_attention.ipynb #d0d94c19
+class KVCache:
+    "Self-attention keys and values of the positions seen so far, for `n_layers` layers: `[layers, rows, h, T, d]` buffers written in place."
+    def __init__(self,
+                 n_layers: int = 1,  # layers that share the cache (each reads and writes its own slice)
+                 max_len: int | None = None):  # most positions it will hold; the buffers start at 16 and double up to this
+        self.n_layers, self.max_len = n_layers, max_len
+        self.k = self.v = self._spare = None
+        self.lengths = [0] * n_layers
+        self._qkv = {}                 # layer -> its stacked W^Q, W^K, W^V: made once per decoding, while the weights are fixed
+
+    def length(self, layer: int = 0) -> int:
+        "Positions cached for `layer`."
+        return self.lengths[layer]
+
+    def qkv_weights(self, layer: int, attn: nn.Module) -> tuple[Tensor, Tensor | None]:
+        "The layer's `attn.qkv_weights()`, stacked at its first step and reused at every later one."
+        if layer not in self._qkv: self._qkv[layer] = attn.qkv_weights()
+        return self._qkv[layer]
+
+    def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        "Write `k`, `v` `[rows, h, n, d]` after the layer's cached positions; return all its keys and values so far."
+        t, n = self.lengths[layer], k.size(2)
+        if self.k is None or t + n > self.k.size(3): self._grow(t + n, k, v)
+        self.k[layer, :, :, t:t + n], self.v[layer, :, :, t:t + n] = k, v
+        self.lengths[layer] = t + n
+        return self.k[layer, :, :, :t + n], self.v[layer, :, :, :t + n]
+
+    def _grow(self, need: int, k: Tensor, v: Tensor):
+        T = max(16, 2 * (0 if self.k is None else self.k.size(3)))          # double the room
+        T = max(need, T if self.max_len is None else min(T, self.max_len))
+        new = [x.new_empty(self.n_layers, x.size(0), x.size(1), T, x.size(3)) for x in (k, v)]
+        if self.k is not None:
+            t = max(self.lengths)
+            for b, old in zip(new, (self.k, self.v)): b[..., :t, :] = old[..., :t, :]
+        (self.k, self.v), self._spare = new, None
+
+    def reorder(self,
+                rows: Tensor):  # new row r continues old row rows[r] (beams; fewer rows when sentences finish)
+        "Reorder the rows of every layer in one copy into a spare buffer; the two buffers swap roles."
+        if self.k is None: return
+        t = max(self.lengths)
+        bufs = []
+        for j, buf in enumerate((self.k, self.v)):
+            shape = (buf.size(0), rows.numel()) + buf.shape[2:]
+            if buf.requires_grad:                                 # under autograd: a plain copy, no buffer reuse
+                bufs.append(buf.index_select(1, rows)); continue
+            spare = None if self._spare is None else self._spare[j]
+            if spare is None or spare.numel() < math.prod(shape): spare = buf.new_empty(shape)
+            new = spare.view(-1)[:math.prod(shape)].view(shape)   # the spare's storage, with fewer rows after drops
+            torch.index_select(buf[..., :t, :], 1, rows, out=new[..., :t, :])
+            bufs.append(new)
+        self._spare = [self.k, self.v]
+        self.k, self.v = bufs
 
 # %% ../nbs/01_attention.ipynb #ac805725
 def attention_chart(
@@ -153,7 +243,7 @@ def attention_chart(
     title: str = "attention weights",  # chart title
     size: int = 260,  # width and height in pixels
 ):
-    "Interactive altair heatmap of attention weights with layer and head selectors."
+    "Interactive altair heatmap of attention weights, with a slider for the layer and one for the head where there is a choice."
     import altair as alt
     w = weights.detach().float().cpu()
     while w.dim() < 4: w = w.unsqueeze(0)
@@ -162,9 +252,11 @@ def attention_chart(
         raise ValueError(f"weights are {n_q} x {n_k} but got {len(queries)} query and {len(keys)} key labels")
     rows = [dict(layer=l, head=h, q=i, k=j, query=f"{i}:{queries[i]}", key=f"{j}:{keys[j]}", weight=round(float(w[l, h, i, j]), 4))
             for l in range(n_layers) for h in range(n_heads) for i in range(n_q) for j in range(n_k)]
-    # unnamed params get unique names, so several charts can stand side by side
-    layer = alt.param(value=0, bind=alt.binding_range(min=0, max=max(n_layers - 1, 0), step=1, name="layer "))
-    head = alt.param(value=0, bind=alt.binding_range(min=0, max=max(n_heads - 1, 0), step=1, name="head "))
+    # one slider per choice there is to make, labelled with the chart it drives (unnamed params get unique names,
+    # so several charts can stand side by side, each with its own controls)
+    slider = lambda what, n: alt.param(value=0, bind=alt.binding_range(min=0, max=n - 1, step=1, name=f"{title}: {what} "))
+    layer = slider("layer", n_layers) if n_layers > 1 else alt.param(value=0)
+    head = slider("head", n_heads) if n_heads > 1 else alt.param(value=0)
     order = lambda labels: [f"{i}:{t}" for i, t in enumerate(labels)]
     return (alt.Chart(alt.Data(values=rows), title=title).mark_rect()
             .encode(x=alt.X("key:N", sort=order(keys), title="key"), y=alt.Y("query:N", sort=order(queries), title="query"),

@@ -57,14 +57,23 @@ def make_batch(
     pad_id: int = PAD_ID,  # padding id
     bos_id: int = BOS_ID,  # beginning-of-sentence id
     eos_id: int = EOS_ID,  # end-of-sentence id
+    vocab_size: int | tuple[int, int] | None = None,  # ids must lie in [0, vocab_size) (a pair: source and target vocabularies); None: only negative ids are refused
 ) -> Batch:
     "Collate sentence pairs into a `Batch` (source + EOS; BOS + target; target + EOS), padding each side to its longest row."
     if len(pairs) == 0: raise ValueError("make_batch got no sentence pairs")
+    if pad_id in (bos_id, eos_id):   # PAD as EOS would mask every sentence's end, and leave an empty source all padding
+        raise ValueError(f"pad_id must differ from bos_id and eos_id, got pad_id={pad_id}, bos_id={bos_id}, eos_id={eos_id}")
     srcs = [list(s) + [eos_id] for s, _ in pairs]
     tgts = [list(t) for _, t in pairs]
     src = _pad_rows(srcs, pad_id)
     tgt_in, tgt_out = _pad_rows([[bos_id] + t for t in tgts], pad_id), _pad_rows([t + [eos_id] for t in tgts], pad_id)
-    for name, t, rows in (("source", src, srcs), ("target", tgt_out, tgts)):
+    vocab = vocab_size if isinstance(vocab_size, tuple) else (vocab_size, vocab_size)
+    for name, t, rows, v in (("source", src, srcs, vocab[0]), ("target", tgt_out, tgts, vocab[1])):
+        lo, hi = int(t.min()), int(t.max())   # on the CPU, once per batch: the model need not check again
+        if lo < 0 or (v is not None and hi >= v):
+            bad = lo if lo < 0 else hi
+            i = int((t == bad).any(1).nonzero()[0])
+            raise ValueError(f"{name} sentence {i} of the batch has token id {bad}, outside the vocabulary [0, {v or '…'}): {rows[i][:20]}")
         real = t.ne(pad_id).sum(1)
         want = torch.tensor([len(r) for r in rows]) + (name == "target")
         if not torch.equal(real, want):   # a PAD id inside a sentence would be silently masked out: refuse it
@@ -123,10 +132,11 @@ class Batches:
     def __init__(self,
                  pairs: Sequence[tuple[Sequence[int], Sequence[int]]],  # (source ids, target ids) pairs
                  sampler: TokenBatchSampler,  # decides which pairs go together
-                 pad_id: int = PAD_ID, bos_id: int = BOS_ID, eos_id: int = EOS_ID):
+                 pad_id: int = PAD_ID, bos_id: int = BOS_ID, eos_id: int = EOS_ID,
+                 vocab_size: int | tuple[int, int] | None = None):  # refuse ids outside [0, vocab_size) (see `make_batch`)
         if len(pairs) != len(sampler.src_lens):
             raise ValueError(f"{len(pairs)} pairs but the sampler was built for {len(sampler.src_lens)}")
-        self.pairs, self.sampler, self.ids = pairs, sampler, (pad_id, bos_id, eos_id)
+        self.pairs, self.sampler, self.ids, self.vocab_size = pairs, sampler, (pad_id, bos_id, eos_id), vocab_size
 
     @classmethod
     def from_pairs(cls,
@@ -139,6 +149,6 @@ class Batches:
         return cls(pairs, TokenBatchSampler([len(s) for s, _ in pairs], [len(t) for _, t in pairs], max_tokens, shuffle, seed), **kw)
 
     def __call__(self, epoch: int = 0) -> Iterator[Batch]:
-        for idx in self.sampler.batches(epoch): yield make_batch([self.pairs[i] for i in idx], *self.ids)
+        for idx in self.sampler.batches(epoch): yield make_batch([self.pairs[i] for i in idx], *self.ids, vocab_size=self.vocab_size)
 
     def __len__(self) -> int: return len(self.sampler)

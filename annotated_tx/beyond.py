@@ -11,12 +11,11 @@ from typing import Callable, Iterator, Sequence
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
-from .attention import padding_mask, attention, fast_attention, alibi_bias
+from .attention import KVCache, padding_mask, attention, fast_attention, alibi_bias
 from .layers import Embeddings, alibi_slopes
-from .model import TransformerConfig, EncoderLayer, Encoder, position_module
+from .model import TransformerConfig, ModelBase, EncoderLayer, Encoder, position_module, torch_threads
 from .batching import Batch, TokenBatchSampler
 from .tokenizer import PAD_ID, BOS_ID, EOS_ID
-from .copy_task import torch_threads
 
 # %% auto #0
 __all__ = ['lm_config', 'DecoderOnlyLM', 'generate', 'SourceFree', 'mask_tokens', 'MLMBatches', 'EncoderOnlyMLM',
@@ -33,7 +32,7 @@ def lm_config(
     return TransformerConfig(src_vocab_size=vocab_size, tgt_vocab_size=vocab_size, n_enc_layers=n_layers,
                              n_dec_layers=n_layers, **kw)
 
-class DecoderOnlyLM(nn.Module):
+class DecoderOnlyLM(ModelBase):
     "GPT-style language model: embeddings (+ positions), N causal self-attention layers, the tied output projection."
     def __init__(self, config: TransformerConfig):  # reads tgt_vocab_size, n_dec_layers and the shared sizes
         super().__init__()
@@ -44,20 +43,18 @@ class DecoderOnlyLM(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(c) for _ in range(c.n_dec_layers))
         self.norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
         self.out_proj = None if c.tie_output else nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
-        for p in self.parameters():
-            if p.dim() > 1: nn.init.xavier_uniform_(p)
+        self.init_weights()
+
+    def output_embedding(self) -> nn.Module: return self.emb
 
     def forward(self,
                 tokens: Tensor,  # `[B, T]` token ids (BOS first), right-padded
-                cache: list[dict] | None = None,  # one dict per layer for incremental decoding: pass only the new tokens
+                cache: KVCache | None = None,  # keys/values of earlier positions, for incremental decoding: pass only the new tokens
                 ) -> Tensor:
         "Next-token logits `[B, T, V]`; position t sees tokens 0 … t only."
-        offset = cache[0]["k"].size(2) if cache is not None and "k" in cache[0] else 0
-        x = self.dropout(self.pos(self.emb(tokens), offset))
-        for i, layer in enumerate(self.layers):
-            x = layer(x, None, causal=True, cache=None if cache is None else cache[i])
-        h = self.norm(x)
-        return F.linear(h, self.emb.weight) if self.out_proj is None else self.out_proj(h)
+        x = self.embed(tokens, self.emb, self.pos, 0 if cache is None else cache.length())
+        for i, layer in enumerate(self.layers): x = layer(x, None, causal=True, cache=cache, layer=i)
+        return self.logits(self.norm(x))
 
 # %% ../nbs/18_beyond.ipynb #5753f068
 @torch.no_grad()
@@ -75,7 +72,7 @@ def generate(
     model.eval()
     c, device = model.config, next(model.parameters()).device
     x = torch.tensor([[c.bos_id, *prompt]] * n, device=device)
-    cache = [{} for _ in model.layers]
+    cache = KVCache(len(model.layers), len(prompt) + 1 + max_new)
     banned = torch.tensor([c.pad_id, c.bos_id], device=device)
     out, done = [], torch.zeros(n, dtype=torch.bool, device=device)
     for _ in range(max_new):
@@ -151,7 +148,7 @@ class MLMBatches:
     def __len__(self) -> int: return len(self.sampler)
 
 # %% ../nbs/18_beyond.ipynb #53c09682
-class EncoderOnlyMLM(nn.Module):
+class EncoderOnlyMLM(ModelBase):
     "BERT-style masked language model: embeddings (+ positions), the encoder stack of §3.1, the tied output projection."
     def __init__(self, config: TransformerConfig):  # reads src_vocab_size (the mask id included) and n_enc_layers
         super().__init__()
@@ -161,14 +158,13 @@ class EncoderOnlyMLM(nn.Module):
         self.dropout = nn.Dropout(c.dropout)
         self.encoder = Encoder(c)
         self.out_proj = None if c.tie_output else nn.Linear(c.d_model, c.src_vocab_size, bias=False)
-        for p in self.parameters():
-            if p.dim() > 1: nn.init.xavier_uniform_(p)
+        self.init_weights()
+
+    def output_embedding(self) -> nn.Module: return self.emb
 
     def forward(self, tokens: Tensor) -> Tensor:  # `[B, L]` token ids, PAD-padded
         "Logits `[B, L, V]` at every position; each position sees the whole (unpadded) sentence."
-        mask = padding_mask(tokens, self.config.pad_id)
-        h = self.encoder(self.dropout(self.pos(self.emb(tokens))), None if bool(mask.all()) else mask)
-        return F.linear(h, self.emb.weight) if self.out_proj is None else self.out_proj(h)
+        return self.logits(self.encoder(self.embed(tokens, self.emb, self.pos), padding_mask(tokens, self.config.pad_id)))
 
 # %% ../nbs/18_beyond.ipynb #842ce1a4
 @torch.no_grad()

@@ -13,13 +13,14 @@ __all__ = ['COMMANDS', 'info_main', 'usage', 'main']
 COMMANDS = {  # command: (module, function, one-line help)
     "train": ("annotated_tx.recipes", "train_main", "train end to end from a preset (default multi30k-cpu; or copy) and score it"),
     "evaluate": ("annotated_tx.recipes", "evaluate_main", "translate a corpus split with a saved model and score it"),
-    "translate": ("annotated_tx.decoding", "translate_main", "translate a file or stdin, one line out per line in"),
-    "score": ("annotated_tx.evaluation", "evaluate_main", "score translation files: sacreBLEU, chrF and tokenized BLEU"),
+    "translate": ("annotated_tx.interop", "translate_main", "translate a file or stdin, one line out per line in (--n-best, --engine ct2)"),
+    "export": ("annotated_tx.interop", "export_main", "write a model as a CTranslate2 (float32/int8) or a Marian directory"),
+    "score": ("annotated_tx.evaluation", "score_main", "score translation files: sacreBLEU, chrF and tokenized BLEU"),
     "average": ("annotated_tx.trainer", "average_main", "average the last k checkpoints of a run (§6.1)"),
     "vocab": ("annotated_tx.tokenizer", "vocab_main", "train a shared sentencepiece BPE vocabulary"),
     "download": ("annotated_tx.data", "download_main", "download and verify Multi30k into the cache (or a directory)"),
-    "bench train": ("annotated_tx.copy_task", "bench_train_main", "training throughput: ours vs torch.nn.Transformer"),
-    "bench decode": ("annotated_tx.decoding", "bench_decode_main", "decoding speed: ours vs HuggingFace Marian"),
+    "bench train": ("annotated_tx.benchmarks", "bench_train_main", "training throughput: ours vs torch.nn.Transformer"),
+    "bench decode": ("annotated_tx.benchmarks", "bench_decode_main", "decoding speed: ours vs HuggingFace Marian and CTranslate2"),
     "info": ("annotated_tx.cli", "info_main", "versions, device, and the model configurations with their sizes"),
 }
 

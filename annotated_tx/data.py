@@ -7,13 +7,16 @@ Docs: https://annotated-tx.github.io/annotated_tx/data.html.md"""
 # %% ../nbs/05_data.ipynb #d1bb1e59
 from __future__ import annotations
 import gzip, hashlib, os, re, sys, tempfile, unicodedata, urllib.request
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 from tqdm.auto import tqdm
 
 # %% auto #0
 __all__ = ['DATA_ENV', 'MULTI30K_URL', 'MULTI30K_SPLITS', 'MULTI30K_LANGS', 'MULTI30K_SHA256', 'MULTI30K_LINES', 'WMT14_SPLITS',
-           'normalize_text', 'read_lines', 'read_parallel', 'cache_dir', 'data_root', 'find_file', 'download_multi30k',
-           'multi30k_file', 'load_multi30k', 'verify_multi30k', 'download_main', 'load_wmt14']
+           'WMT14_LANGS', 'CORPORA', 'normalize_text', 'read_lines', 'say', 'read_parallel', 'cache_dir', 'data_root',
+           'find_file', 'download_multi30k', 'multi30k_file', 'load_multi30k', 'verify_multi30k', 'download_main',
+           'wmt14_file', 'load_wmt14', 'Corpus', 'register_corpus', 'get_corpus']
 
 # %% ../nbs/05_data.ipynb #59d8898e
 _WHITESPACE = re.compile(r"\s+")
@@ -42,7 +45,13 @@ def read_lines(
     return [l.removesuffix("\r") for l in lines]
 
 # %% ../nbs/05_data.ipynb #f0260153
-def _say(msg: str) -> None: print(msg, file=sys.stderr, flush=True)
+def say(
+    msg: str,  # one line for the user: what happened, or what is wrong
+) -> None:
+    "Tell the user something on stderr, at once; stdout stays for results."
+    print(msg, file=sys.stderr, flush=True)
+
+_say = say  # the former private name, kept importable for one release
 
 def read_parallel(
     src_path: str | Path,  # source-language file (plain or .gz), one sentence per line
@@ -61,7 +70,7 @@ def read_parallel(
         empty = [i for i, (s, t) in enumerate(pairs, 1) if not s or not t]
         if empty:
             shown = ", ".join(map(str, empty[:10])) + (", ..." if len(empty) > 10 else "")
-            _say(f"{Path(src_path).name} / {Path(tgt_path).name}: dropped {len(empty)} of {len(pairs)} pairs "
+            say(f"{Path(src_path).name} / {Path(tgt_path).name}: dropped {len(empty)} of {len(pairs)} pairs "
                  f"with an empty side (lines {shown})")
             skip = set(empty)
             pairs = [p for i, p in enumerate(pairs, 1) if i not in skip]
@@ -124,7 +133,10 @@ def download_multi30k(
     for split, lang in bar:
         name, address = f"{split}.{lang}", url.format(split=split, lang=lang)
         bar.set_postfix_str(name)
-        data = _fetch(address)
+        try: data = _fetch(address)
+        except OSError as e:                                   # no network, a wrong address, a server error
+            raise ConnectionError(f"cannot download Multi30k file {name} from {address}: {getattr(e, 'reason', None) or e}. "
+                                  f"Put the files into <dir>/multi30k/ and pass data_dir=<dir> or set {DATA_ENV}=<dir>") from None
         if data[:2] == b"\x1f\x8b": data = gzip.decompress(data)
         got, want = hashlib.sha256(data).hexdigest(), MULTI30K_SHA256.get(name)
         if want is not None and got != want:
@@ -212,6 +224,22 @@ def download_main(argv: list[str] | None = None) -> int:
 
 # %% ../nbs/05_data.ipynb #4b2131b6
 WMT14_SPLITS = ("train", "newstest2013", "newstest2014")
+WMT14_LANGS = ("en", "de")
+
+def wmt14_file(
+    split: str,  # 'train', 'newstest2013' (dev) or 'newstest2014' (test)
+    lang: str,  # 'en' or 'de'
+    data_dir: str | Path | None = None,  # directory containing wmt14/; default $ANNOTATED_TX_DATA, then the cache
+) -> Path:
+    "Path of one WMT14 file, prepared by the recipe above (never downloaded); the error says where it looked."
+    if split not in WMT14_SPLITS: raise ValueError(f"unknown WMT14 split {split!r}; choose from {WMT14_SPLITS}")
+    if lang not in WMT14_LANGS: raise ValueError(f"unknown WMT14 language {lang!r}; choose from {WMT14_LANGS}")
+    root, origin = data_root(data_dir)
+    if (p := find_file(root / "wmt14", f"{split}.{lang}")): return p
+    raise FileNotFoundError(
+        f"WMT14 file {split}.{lang} not found: looked for {root / 'wmt14' / f'{split}.{lang}'}[.gz] in "
+        f"{_where(root, origin)}. Prepare the data with the recipe in the data chapter "
+        f"(https://annotated-tx.github.io/annotated_tx/data.html) and pass data_dir or set {DATA_ENV}.")
 
 def load_wmt14(
     split: str = "train",  # 'train', 'newstest2013' (dev) or 'newstest2014' (test)
@@ -220,15 +248,89 @@ def load_wmt14(
     data_dir: str | Path | None = None,  # directory containing wmt14/; default $ANNOTATED_TX_DATA, then the cache
 ) -> list[tuple[str, str]]:
     "(source, target) pairs of the paper's WMT14 EN-DE data, prepared by the recipe in this chapter."
-    if split not in WMT14_SPLITS: raise ValueError(f"unknown WMT14 split {split!r}; choose from {WMT14_SPLITS}")
-    if {src_lang, tgt_lang} != {"en", "de"}:
+    if {src_lang, tgt_lang} != set(WMT14_LANGS):
         raise ValueError(f"WMT14 EN-DE pairs English and German: got src_lang={src_lang!r}, tgt_lang={tgt_lang!r}")
-    root, origin = data_root(data_dir)
-    paths = [find_file(root / "wmt14", f"{split}.{lang}") for lang in (src_lang, tgt_lang)]
-    for lang, p in zip((src_lang, tgt_lang), paths):
-        if p is None:
-            raise FileNotFoundError(
-                f"WMT14 file {split}.{lang} not found: looked for {root / 'wmt14' / f'{split}.{lang}'}[.gz] in "
-                f"{_where(root, origin)}. Prepare the data with the recipe in the data chapter "
-                f"(https://annotated-tx.github.io/annotated_tx/data.html) and pass data_dir or set {DATA_ENV}.")
-    return read_parallel(*paths)
+    return read_parallel(wmt14_file(split, src_lang, data_dir), wmt14_file(split, tgt_lang, data_dir))
+
+# %% ../nbs/05_data.ipynb #36515850
+@dataclass(frozen=True)
+class Corpus:
+    "A parallel corpus as the rest of the book sees it: how to find its files, its splits and languages, and the defaults of a run."
+    name: str  # the name recipes and the command line use
+    find: Callable[..., Path]  # find(split, lang, data_dir[, download]) -> the path of one file; FileNotFoundError says where it looked
+    splits: tuple[str, ...]  # every split it has
+    langs: tuple[str, str]  # its two languages
+    direction: tuple[str, str]  # default (source, target) languages
+    val_split: str  # default split for validation and tuning
+    test_split: str  # default split for the final score
+    vocab_size: int  # default size of a shared BPE vocabulary learned on it
+    download: Callable[[Path], Path] | None = None  # download(dest) fetches every file into dest; None: prepared by hand
+
+    def check(
+        self,
+        splits: tuple[str, ...] | list[str],  # splits that will be read
+        src_lang: str,  # source language
+        tgt_lang: str,  # target language
+    ) -> None:
+        "Refuse unknown splits and a language pair the corpus does not have, naming the choices (no file is touched)."
+        for split in splits:
+            if split not in self.splits: raise ValueError(f"{self.name} has no split {split!r}; choose from {self.splits}")
+        if src_lang == tgt_lang or {src_lang, tgt_lang} != set(self.langs):
+            raise ValueError(f"{self.name} pairs {self.langs[0]} and {self.langs[1]}: got src_lang={src_lang!r}, tgt_lang={tgt_lang!r}")
+
+    def pair(
+        self,
+        src_lang: str | None = None,  # source language, or None
+        tgt_lang: str | None = None,  # target language, or None
+    ) -> tuple[str, str]:
+        "(source, target): the default direction if neither is given, the other language for the one not given."
+        if src_lang is None and tgt_lang is None: return self.direction
+        for lang in (src_lang, tgt_lang):
+            if lang is not None and lang not in self.langs: raise ValueError(f"{self.name} has no language {lang!r}; choose from {self.langs}")
+        other = lambda lang: self.langs[1 - self.langs.index(lang)]
+        return (src_lang or other(tgt_lang), tgt_lang or other(src_lang))
+
+    def files(
+        self,
+        split: str,  # one of `splits`
+        src_lang: str,  # source language
+        tgt_lang: str,  # target language
+        data_dir: str | Path | None = None,  # as for the loaders: argument, else $ANNOTATED_TX_DATA, else the cache
+        download: bool = True,  # may download into the cache (if the corpus can be downloaded)
+    ) -> tuple[Path, Path]:
+        "The source and target files of one split; an error names the first one missing and where it looked."
+        self.check([split], src_lang, tgt_lang)
+        kw = {"download": download} if self.download else {}
+        return self.find(split, src_lang, data_dir, **kw), self.find(split, tgt_lang, data_dir, **kw)
+
+    def load(
+        self,
+        split: str,  # one of `splits`
+        src_lang: str | None = None,  # source language (default: see `pair`)
+        tgt_lang: str | None = None,  # target language (default: see `pair`)
+        data_dir: str | Path | None = None,  # as for `files`
+        download: bool = True,  # as for `files`
+    ) -> list[tuple[str, str]]:
+        "(source, target) sentence pairs of one split, checked and normalised by `read_parallel`."
+        return read_parallel(*self.files(split, *self.pair(src_lang, tgt_lang), data_dir, download))
+
+CORPORA: dict[str, Corpus] = {}  # name -> Corpus: every corpus the recipes and the command lines know
+
+def register_corpus(corpus: Corpus) -> Corpus:
+    "Add a corpus to `CORPORA` (after checking that its defaults are among its own splits and languages)."
+    corpus.check([corpus.val_split, corpus.test_split, "train"], *corpus.direction)
+    CORPORA[corpus.name] = corpus
+    return corpus
+
+def get_corpus(
+    name: str,  # a key of `CORPORA`
+) -> Corpus:
+    "The registered corpus of that name; an unknown name is refused with the choices."
+    if name not in CORPORA: raise ValueError(f"unknown corpus {name!r}; choose from {sorted(CORPORA)}")
+    return CORPORA[name]
+
+for _corpus in (Corpus("multi30k", multi30k_file, MULTI30K_SPLITS, MULTI30K_LANGS, direction=("de", "en"),
+                       val_split="val", test_split="test_2016_flickr", vocab_size=8000, download=download_multi30k),
+                Corpus("wmt14", wmt14_file, WMT14_SPLITS, WMT14_LANGS, direction=("en", "de"),
+                       val_split="newstest2013", test_split="newstest2014", vocab_size=37000)):
+    register_corpus(_corpus)

@@ -16,8 +16,8 @@ from sacrebleu.metrics import BLEU, CHRF
 from .data import normalize_text, read_lines
 
 # %% auto #0
-__all__ = ['NONBREAKING_PREFIXES', 'NUMERIC_ONLY_PREFIXES', 'Score', 'check_counts', 'corpus_bleu', 'corpus_chrf',
-           'moses_tokenize', 'split_compounds', 'tokenized_bleu', 'evaluate', 'evaluate_main']
+__all__ = ['NONBREAKING_PREFIXES', 'NUMERIC_ONLY_PREFIXES', 'evaluate_main', 'Score', 'check_counts', 'corpus_bleu',
+           'corpus_chrf', 'moses_tokenize', 'split_compounds', 'tokenized_bleu', 'evaluate', 'score_main']
 
 # %% ../nbs/12_evaluation.ipynb #ae40537c
 @dataclass
@@ -156,9 +156,9 @@ def evaluate(
     "sacreBLEU BLEU and chrF, and the paper-style tokenized BLEU, for one test set."
     return {"bleu": corpus_bleu(hyps, refs), "chrf": corpus_chrf(hyps, refs), "tokenized_bleu": tokenized_bleu(hyps, refs, lang)}
 
-def evaluate_main(argv: list[str] | None = None) -> int:
+def score_main(argv: list[str] | None = None) -> int:
     "Score a file of translations against reference files: sacreBLEU BLEU and chrF with signatures, and paper-style tokenized BLEU."
-    ap = argparse.ArgumentParser(prog="annotated-tx evaluate", description=evaluate_main.__doc__)
+    ap = argparse.ArgumentParser(prog="annotated-tx score", description=score_main.__doc__)
     ap.add_argument("--hyp", type=Path, required=True, help="system output, one detokenized sentence per line")
     ap.add_argument("--ref", type=Path, nargs="+", required=True, help="reference file(s), parallel to --hyp")
     ap.add_argument("--lang", default="de", help="target language, for the tokenized BLEU's Moses rules (default: de)")
@@ -170,3 +170,5 @@ def evaluate_main(argv: list[str] | None = None) -> int:
         print(f"error: {e} ({args.hyp} against {', '.join(map(str, args.ref))})", file=sys.stderr); return 2
     for s in scores.values(): print(s)
     return 0
+
+evaluate_main = score_main  # its name in version 0.1.0 (the command was already `score`); kept for one release

@@ -4,27 +4,31 @@
 
 # %% ../nbs/02_layers.ipynb #09116a45
 from __future__ import annotations
-import math
+import math, operator
 import torch
 from torch import nn, Tensor
 
 # %% auto #0
-__all__ = ['PositionwiseFeedForward', 'Embeddings', 'sinusoidal_encoding', 'PositionalEncoding', 'LearnedPositionalEmbedding',
-           'NoPositionalEncoding', 'RotaryEmbedding', 'alibi_slopes']
+__all__ = ['ACTIVATIONS', 'PositionwiseFeedForward', 'Embeddings', 'check_token_ids', 'sinusoidal_encoding', 'PositionalEncoding',
+           'LearnedPositionalEmbedding', 'NoPositionalEncoding', 'RotaryEmbedding', 'alibi_slopes']
 
 # %% ../nbs/02_layers.ipynb #3e880d65
+ACTIVATIONS = {"relu": torch.relu, "swish": nn.functional.silu}   # the paper's ReLU, and x·σ(x), which many Marian models use
+
 class PositionwiseFeedForward(nn.Module):
-    "Eq. (2): FFN(x) = max(0, x W1 + b1) W2 + b2, applied to every position alike."
+    "Eq. (2): FFN(x) = max(0, x W1 + b1) W2 + b2, applied to every position alike (or with swish in place of the ReLU)."
     def __init__(self,
                  d_model: int,  # input and output width
                  d_ff: int,  # inner width
-                 dropout: float = 0.0):  # dropout after the ReLU (not in the paper; off by default)
+                 dropout: float = 0.0,  # dropout after the ReLU (not in the paper; off by default)
+                 activation: str = "relu"):  # 'relu' (eq. 2) or 'swish' (x·σ(x); not in the paper)
         super().__init__()
+        if activation not in ACTIVATIONS: raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
         self.w_1, self.w_2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout, self.activation = nn.Dropout(dropout), activation
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.w_2(self.dropout(torch.relu(self.w_1(x))))
+        return self.w_2(self.dropout(ACTIVATIONS[self.activation](self.w_1(x))))
 
 # %% ../nbs/02_layers.ipynb #83a85f65
 class Embeddings(nn.Module):
@@ -39,10 +43,36 @@ class Embeddings(nn.Module):
     def weight(self) -> Tensor: return self.lut.weight
 
     def forward(self, tokens: Tensor) -> Tensor:
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.lut.num_embeddings):
-            bad = tokens[(tokens < 0) | (tokens >= self.lut.num_embeddings)][0].item()
-            raise IndexError(f"token id {bad} is outside the vocabulary of {self.lut.num_embeddings} tokens")
+        "`[...]` token ids -> `[..., d_model]`; ids are not checked here (see `check_token_ids`)."
         return self.lut(tokens) * math.sqrt(self.d_model)
+
+# %% ../nbs/02_layers.ipynb #c4e8f0a4
+def _nested_ids(ids, path: tuple = ()):
+    "Yield `(index, value)` for every element of a nested list/tuple of ids."
+    for i, v in enumerate(ids):
+        if isinstance(v, (list, tuple)) or (isinstance(v, Tensor) and v.dim() > 0): yield from _nested_ids(v, path + (i,))
+        else: yield path + (i,), v
+
+def check_token_ids(
+    ids,  # a tensor of token ids, or a (nested) list of them, e.g. one list per sentence
+    vocab_size: int,  # V: valid ids are 0 … V-1
+    what: str = "token ids",  # what the ids are, for the message
+) -> None:
+    "Raise a one-line ValueError naming the first id outside 0 … `vocab_size`-1, its index, and the vocabulary size."
+    if isinstance(ids, Tensor):
+        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+            raise ValueError(f"{what} must be integers, got a tensor of {ids.dtype}")
+        bad = (ids < 0) | (ids >= vocab_size)
+        if not bool(bad.any()): return                       # one host synchronisation per call
+        index = tuple(bad.nonzero()[0].tolist())
+        value = ids[index].item()
+    else:
+        for index, v in _nested_ids(ids):
+            try: v = operator.index(v)                          # int, numpy integer, integer 0-d tensor
+            except TypeError: raise ValueError(f"{what} must be integers, got {v!r} at index {index}") from None
+            if not 0 <= v < vocab_size: value = v; break
+        else: return
+    raise ValueError(f"{what}: id {value} at index {index} is outside the vocabulary of {vocab_size} tokens (valid: 0 … {vocab_size - 1})")
 
 # %% ../nbs/02_layers.ipynb #01986d3b
 def sinusoidal_encoding(

@@ -6,20 +6,21 @@ Docs: https://annotated-tx.github.io/annotated_tx/model.html.md"""
 
 # %% ../nbs/03_model.ipynb #0c37e32e
 from __future__ import annotations
-import json, math
+import contextlib, json, math
 from dataclasses import dataclass, asdict, field, fields, replace
 from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
-from .attention import MultiHeadAttention, padding_mask
-from .layers import (PositionwiseFeedForward, Embeddings, PositionalEncoding, LearnedPositionalEmbedding,
+from .attention import MultiHeadAttention, KVCache, padding_mask
+from .layers import (ACTIVATIONS, PositionwiseFeedForward, Embeddings, PositionalEncoding, LearnedPositionalEmbedding,
                                  NoPositionalEncoding, RotaryEmbedding, alibi_slopes)
 
 # %% auto #0
 __all__ = ['POSITIONAL', 'CONFIGS', 'Config', 'TransformerConfig', 'get_config', 'position_module', 'self_attention', 'Residual',
-           'EncoderLayer', 'Encoder', 'DecoderLayer', 'Decoder', 'Transformer', 'count_parameters', 'save_model',
-           'read_model_header', 'load_model', 'default_device']
+           'EncoderLayer', 'Encoder', 'DecoderLayer', 'DecoderCache', 'Decoder', 'ModelBase', 'Transformer',
+           'count_parameters', 'architecture_figure', 'save_model', 'read_model_header', 'load_model', 'default_device',
+           'evaluating', 'torch_threads']
 
 # %% ../nbs/03_model.ipynb #03aa23dd
 POSITIONAL = ("sinusoidal", "learned", "rope", "alibi")   # position schemes: the paper's two, and two later ones
@@ -50,19 +51,23 @@ class TransformerConfig(Config):
     dropout: float = 0.1  # P_drop: residual dropout and dropout on embeddings + positions
     attn_dropout: float = 0.0  # dropout on attention weights (not in the paper)
     ffn_dropout: float = 0.0  # dropout after the FFN's ReLU (not in the paper)
+    activation: str = "relu"  # the FFN's nonlinearity: 'relu' (eq. 2) or 'swish' (x·σ(x), used by many Marian models; not in the paper)
     norm_first: bool = False  # pre-norm instead of the paper's post-norm
     positional: str = "sinusoidal"  # 'sinusoidal' (§3.5), 'learned' (Table 3 row E), or 'rope' / 'alibi' (beyond the paper)
     max_len: int = 1024  # longest sequence the positional encoding (or the rotary table) supports
     share_embeddings: bool = True  # one embedding matrix for source and target (needs a shared vocabulary)
     tie_output: bool = True  # reuse the target embedding as the pre-softmax projection (§3.4)
+    logits_bias: bool = False  # a learned bias added to the logits (Marian's final_logits_bias; not in the paper)
     pad_id: int = 0  # padding token id
-    bos_id: int = 2  # beginning-of-sentence id (starts every decoder input)
+    bos_id: int = 2  # the decoder's start token, first of every decoder input (Marian models start from their pad id)
     eos_id: int = 3  # end-of-sentence id
 
     def __post_init__(self):
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(f"share_embeddings needs one vocabulary, got src_vocab_size={self.src_vocab_size} "
                              f"and tgt_vocab_size={self.tgt_vocab_size}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
         if self.positional not in POSITIONAL:
             raise ValueError(f"positional must be one of {POSITIONAL}, got {self.positional!r}")
         if self.positional == "rope" and (self.d_k or self.d_model // self.n_heads) % 2:
@@ -115,11 +120,11 @@ class EncoderLayer(nn.Module):
     def __init__(self, c: TransformerConfig):
         super().__init__()
         self.self_attn = self_attention(c)
-        self.ffn = PositionwiseFeedForward(c.d_model, c.d_ff, c.ffn_dropout)
+        self.ffn = PositionwiseFeedForward(c.d_model, c.d_ff, c.ffn_dropout, c.activation)
         self.sub1, self.sub2 = Residual(c.d_model, c.dropout, c.norm_first), Residual(c.d_model, c.dropout, c.norm_first)
 
-    def forward(self, x: Tensor, mask: Tensor | None, causal: bool = False, cache: dict | None = None) -> Tensor:
-        x = self.sub1(x, lambda y: self.self_attn(y, y, y, mask, causal, cache))
+    def forward(self, x: Tensor, mask: Tensor | None, causal: bool = False, cache: KVCache | None = None, layer: int = 0) -> Tensor:
+        x = self.sub1(x, lambda y: self.self_attn(y, y, y, mask, causal, cache, layer))
         return self.sub2(x, self.ffn)
 
 class Encoder(nn.Module):
@@ -140,15 +145,35 @@ class DecoderLayer(nn.Module):
         super().__init__()
         self.self_attn = self_attention(c)
         self.cross_attn = MultiHeadAttention(c.d_model, c.n_heads, c.attn_dropout, c.d_k, c.d_v)
-        self.ffn = PositionwiseFeedForward(c.d_model, c.d_ff, c.ffn_dropout)
+        self.ffn = PositionwiseFeedForward(c.d_model, c.d_ff, c.ffn_dropout, c.activation)
         self.sub1, self.sub2, self.sub3 = (Residual(c.d_model, c.dropout, c.norm_first) for _ in range(3))
 
-    def forward(self, x: Tensor, memory: Tensor | None, src_mask: Tensor | None, cache: dict | None = None) -> Tensor:
-        self_cache = cross_cache = None
-        if cache is not None: self_cache, cross_cache = cache.setdefault("self", {}), cache.setdefault("cross", {})
-        x = self.sub1(x, lambda y: self.self_attn(y, y, y, causal=True, cache=self_cache))
-        x = self.sub2(x, lambda y: self.cross_attn(y, memory, memory, src_mask, cache=cross_cache, static_kv=True))
+    def forward(self,
+                x: Tensor,  # `[N, T, d_model]` decoder states (only the new positions when cached)
+                memory: Tensor | None,  # `[B, S, d_model]` encoder output (unused when `cross_kv` is given)
+                src_mask: Tensor | None,  # `[B, 1, 1, S]` padding mask of the source
+                cache: KVCache | None = None,  # self-attention keys/values of earlier positions
+                layer: int = 0,  # this layer's index in `cache`
+                cross_kv: tuple[Tensor, Tensor] | None = None,  # the encoder output's keys and values, projected once
+                ) -> Tensor:
+        x = self.sub1(x, lambda y: self.self_attn(y, y, y, causal=True, cache=cache, layer=layer))
+        x = self.sub2(x, lambda y: self.cross_attn(y, memory, memory, src_mask, kv=cross_kv))
         return self.sub3(x, self.ffn)
+
+class DecoderCache:
+    "Incremental decoding's state: the self-attention `KVCache` of all layers, and each layer's encoder-side keys and values."
+    def __init__(self, n_layers: int, max_len: int | None = None):
+        self.kv, self.cross = KVCache(n_layers, max_len), None
+
+    def __len__(self) -> int: return self.kv.length()
+
+    def select(self,
+               rows: Tensor,  # new row r continues old row rows[r]
+               sentences: Tensor | None = None):  # the sentences still decoding, if some just finished
+        "Reorder the rows (beam search), and keep only the encoder side of the sentences still decoding."
+        self.kv.reorder(rows)
+        if sentences is not None and self.cross is not None:
+            self.cross = [(k.index_select(0, sentences), v.index_select(0, sentences)) for k, v in self.cross]
 
 class Decoder(nn.Module):
     "N decoder layers (and a final LayerNorm when pre-norm)."
@@ -157,12 +182,43 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(c) for _ in range(c.n_dec_layers))
         self.norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
 
-    def forward(self, x: Tensor, memory: Tensor | None, src_mask: Tensor | None, cache: list | None = None) -> Tensor:
-        for i, layer in enumerate(self.layers): x = layer(x, memory, src_mask, None if cache is None else cache[i])
+    def forward(self, x: Tensor, memory: Tensor | None, src_mask: Tensor | None, cache: DecoderCache | None = None) -> Tensor:
+        if cache is None:
+            for layer in self.layers: x = layer(x, memory, src_mask)
+            return self.norm(x)
+        if cache.cross is None:   # the first step projects the encoder output, stored contiguous in the order attention reads it
+            cache.cross = [tuple(t.contiguous() for t in l.cross_attn.project_kv(memory)) for l in self.layers]
+        for i, layer in enumerate(self.layers): x = layer(x, None, src_mask, cache.kv, i, cache.cross[i])
         return self.norm(x)
 
 # %% ../nbs/03_model.ipynb #4d5f0193
-class Transformer(nn.Module):
+class ModelBase(nn.Module):
+    "What every model of the book shares: tokens in (embedding, positions, dropout), logits out (the tied projection), Xavier init."
+    def embed(self, tokens: Tensor, emb: nn.Module, pos: nn.Module, offset: int = 0) -> Tensor:
+        "Dropout(embedding ×√d_model + positions) of `tokens` at positions offset, offset+1, …"
+        return self.dropout(pos(emb(tokens), offset))
+
+    def output_embedding(self) -> nn.Module:
+        "The embedding whose matrix doubles as the pre-softmax projection."
+        return self.tgt_emb
+
+    def logits(self, h: Tensor) -> Tensor:
+        "Pre-softmax projection of the final states (the tied embedding matrix, §3.4), plus the logits bias if there is one."
+        w = self.output_embedding().weight if self.out_proj is None else self.out_proj.weight
+        return F.linear(h, w, getattr(self, "logits_bias", None))      # a model without the option has no bias
+
+    def init_weights(self):
+        "Xavier-uniform for every matrix; biases and LayerNorm as PyTorch initialises them."
+        for p in self.parameters():
+            if p.dim() > 1: nn.init.xavier_uniform_(p)
+
+    def keep_attention(self, on: bool = True):
+        "Make every attention layer keep its weights in `.weights` (explicit path) for plotting."
+        for m in self.modules():
+            if isinstance(m, MultiHeadAttention): m.keep_weights, m.weights = on, None
+        return self
+
+class Transformer(ModelBase):
     "The encoder-decoder Transformer of Figure 1."
     def __init__(self, config: TransformerConfig):
         super().__init__()
@@ -173,27 +229,23 @@ class Transformer(nn.Module):
         self.dropout = nn.Dropout(c.dropout)
         self.encoder, self.decoder = Encoder(c), Decoder(c)
         self.out_proj = None if c.tie_output else nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
-        for p in self.parameters():
-            if p.dim() > 1: nn.init.xavier_uniform_(p)
+        self.logits_bias = nn.Parameter(torch.zeros(c.tgt_vocab_size)) if c.logits_bias else None
+        self.init_weights()
 
     def src_mask(self, src: Tensor) -> Tensor | None:
-        "Padding mask of `src`, or None when nothing is padded (lets the fused kernels skip masking)."
+        "Padding mask of `src`; on the CPU None when nothing is padded (the fused kernels then skip masking)."
         mask = padding_mask(src, self.config.pad_id)
-        return None if bool(mask.all()) else mask
+        # Asking whether anything is padded is free on the CPU; on an accelerator it would wait for the device.
+        if src.device.type == "cpu" and not torch.compiler.is_compiling() and bool(mask.all()): return None
+        return mask
 
     def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
         "`[B, S]` token ids -> `[B, S, d_model]` memory."
-        return self.encoder(self.dropout(self.src_pos(self.src_emb(src))), src_mask)
+        return self.encoder(self.embed(src, self.src_emb, self.src_pos), src_mask)
 
-    def decode(self, tgt: Tensor, memory: Tensor, src_mask: Tensor | None, cache: list | None = None) -> Tensor:
+    def decode(self, tgt: Tensor, memory: Tensor | None, src_mask: Tensor | None, cache: DecoderCache | None = None) -> Tensor:
         "`[B, T]` decoder input -> `[B, T, d_model]`; with `cache`, `tgt` holds only the new positions."
-        offset = 0
-        if cache is not None and "self" in cache[0]: offset = cache[0]["self"]["k"].size(2)
-        return self.decoder(self.dropout(self.tgt_pos(self.tgt_emb(tgt), offset)), memory, src_mask, cache)
-
-    def logits(self, h: Tensor) -> Tensor:
-        "Pre-softmax projection of decoder states (the tied embedding matrix, §3.4)."
-        return F.linear(h, self.tgt_emb.weight) if self.out_proj is None else self.out_proj(h)
+        return self.decoder(self.embed(tgt, self.tgt_emb, self.tgt_pos, 0 if cache is None else len(cache)), memory, src_mask, cache)
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         "Source ids `[B, S]`, decoder input ids `[B, T]` (BOS, y_1, …) -> logits `[B, T, V]`."
@@ -202,16 +254,59 @@ class Transformer(nn.Module):
         mask = self.src_mask(src)
         return self.logits(self.decode(tgt, self.encode(src, mask), mask))
 
-    def keep_attention(self, on: bool = True) -> "Transformer":
-        "Make every attention layer keep its weights in `.weights` (explicit path) for plotting."
-        for m in self.modules():
-            if isinstance(m, MultiHeadAttention): m.keep_weights, m.weights = on, None
-        return self
-
 # %% ../nbs/03_model.ipynb #28584bed
 def count_parameters(model: nn.Module) -> int:
     "Number of distinct parameters (a shared matrix counts once)."
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+
+# %% ../nbs/03_model.ipynb #48bce89e
+def architecture_figure(
+    model: Transformer,  # the model to draw (read, not run)
+    ax=None,  # a matplotlib Axes to draw into (default: a new figure)
+):
+    "Figure 1 of the paper drawn from a model's own modules: what each stack holds, in order, with its sizes."
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyBboxPatch
+    c = model.config
+    if ax is None: _, ax = plt.subplots(figsize=(7.5, 8.5))
+    def sublayers(layer) -> list[tuple[str, str]]:
+        "(label, colour) of a layer's sublayers, bottom to top, read from its modules."
+        out, norm = [], "Norm & Add (pre-norm)" if c.norm_first else "Add & Norm"
+        for name, m in layer.named_children():
+            if isinstance(m, MultiHeadAttention):
+                kind = {"self_attn": "Masked Multi-Head\nAttention" if isinstance(layer, DecoderLayer) else "Multi-Head\nAttention",
+                        "cross_attn": "Encoder-Decoder\nMulti-Head Attention"}[name]
+                out.append((f"{kind}  (h={m.n_heads}, d_k={m.d_k})", "#f6d7a7"))
+            elif isinstance(m, PositionwiseFeedForward):
+                out.append((f"Feed Forward  ({m.w_1.in_features}→{m.w_1.out_features}→{m.w_2.out_features})", "#bfe3f0"))
+            elif isinstance(m, Residual): out.append((norm, "#f3f3b0"))
+        attn_ffn = [x for x in out if x[0] != norm]                      # interleave: sublayer, then its residual
+        return [y for pair in zip(attn_ffn, [(norm, "#f3f3b0")] * len(attn_ffn)) for y in pair]
+    pos = {"sinusoidal": "sinusoidal positions", "learned": "learned positions"}.get(c.positional, f"no positions ({c.positional} acts in attention)")
+    def box(x, y, text, colour, w=3.1, h=0.55):
+        ax.add_patch(FancyBboxPatch((x - w / 2, y), w, h, boxstyle="round,pad=0.03", fc=colour, ec="0.3"))
+        ax.text(x, y + h / 2, text, ha="center", va="center", fontsize=7.5)
+        return y + h
+    def stack(x, layer, n, title, tokens):
+        y = box(x, 0, f"{tokens}  (vocabulary {c.src_vocab_size if x < 3 else c.tgt_vocab_size:,})", "#f4c7c3")
+        y = box(x, y + 0.25, f"Embedding ×√{c.d_model}  +  {pos}", "#f4c7c3")
+        top, y = y + 0.4, y + 0.5
+        for label, colour in sublayers(layer): y = box(x, y, label, colour) + 0.12
+        ax.add_patch(plt.Rectangle((x - 1.75, top), 3.5, y - top + 0.05, fill=False, ls="--", ec="0.5"))
+        ax.text(x - 1.85, (top + y) / 2, f"{n}×", ha="right", va="center", fontsize=11)
+        ax.text(x, y + 0.15, title, ha="center", fontsize=9, weight="bold")
+        return top, y
+    enc_top = stack(1.8, model.encoder.layers[0], len(model.encoder.layers), "Encoder", "source tokens")
+    dec = stack(5.6, model.decoder.layers[0], len(model.decoder.layers), "Decoder", "shifted target tokens")
+    y = box(5.6, dec[1] + 0.5, "Linear" + (" (the embedding matrix, tied)" if c.tie_output else ""), "#d9d2e9")
+    box(5.6, y + 0.15, "Softmax → next-token probabilities", "#d9d2e9")
+    cross_y = dec[0] + 0.1 + 2 * (0.55 + 0.12) + 0.27                    # the decoder's third box: encoder-decoder attention
+    ax.annotate("", xy=(5.6 - 1.55, cross_y), xytext=(1.8 + 1.55, enc_top[1] - 0.3),
+                arrowprops=dict(arrowstyle="->", color="0.3", connectionstyle="arc3,rad=-0.2"))
+    ax.set_xlim(-0.3, 7.6); ax.set_ylim(-0.2, y + 1.0); ax.axis("off")
+    ax.set_title(f"d_model={c.d_model}, d_ff={c.d_ff}, h={c.n_heads}, N={len(model.encoder.layers)}+{len(model.decoder.layers)}, "
+                 f"{count_parameters(model) / 1e6:.1f}M parameters", fontsize=9)
+    return ax
 
 # %% ../nbs/03_model.ipynb #78dc0f03
 def save_model(
@@ -258,3 +353,20 @@ def load_model(
 def default_device() -> torch.device:
     "CUDA if available, else CPU."
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+@contextlib.contextmanager
+def evaluating(model: nn.Module):
+    "Eval mode and no autograd inside; the model's previous mode restored after."
+    was = model.training
+    model.eval()
+    try:
+        with torch.inference_mode(): yield model
+    finally: model.train(was)
+
+@contextlib.contextmanager
+def torch_threads(n: int | None):
+    "Run the body with `n` intra-op threads (None: leave as is), restoring the previous setting."
+    old = torch.get_num_threads()
+    if n: torch.set_num_threads(n)
+    try: yield
+    finally: torch.set_num_threads(old)

@@ -10,7 +10,7 @@ import argparse, io, os, sys, time
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 import sentencepiece as spm
-from .data import normalize_text, read_lines, read_parallel, load_multi30k, load_wmt14, _say
+from .data import normalize_text, read_lines, read_parallel, load_multi30k, load_wmt14, say, CORPORA, get_corpus
 
 # %% auto #0
 __all__ = ['PAD_ID', 'UNK_ID', 'BOS_ID', 'EOS_ID', 'SPECIAL_PIECES', 'Tokenizer', 'encode_pairs', 'filter_pairs', 'vocab_main']
@@ -35,7 +35,12 @@ class Tokenizer:
 
     def __init__(self, model_proto: bytes):  # the bytes of a sentencepiece .model file
         self.model_proto = bytes(model_proto)
-        self.sp = spm.SentencePieceProcessor(model_proto=self.model_proto)
+        try:
+            if not self.model_proto: raise RuntimeError("empty")
+            self.sp = spm.SentencePieceProcessor(model_proto=self.model_proto)
+        except RuntimeError:   # sentencepiece's own message is a line of its C++ source
+            raise ValueError(f"these {len(self.model_proto):,} bytes are not a sentencepiece model; write one with "
+                             f"Tokenizer.train(..., path=...) or `annotated-tx vocab`") from None
         got = (self.sp.pad_id(), self.sp.unk_id(), self.sp.bos_id(), self.sp.eos_id())
         if got != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
             raise ValueError(f"this sentencepiece model has pad/unk/bos/eos ids {got}; annotated_tx needs "
@@ -76,7 +81,8 @@ class Tokenizer:
         if not path.is_file():
             raise FileNotFoundError(f"no tokenizer model at {path}; train one with Tokenizer.train(..., path=...) "
                                     f"or `annotated-tx vocab`, which writes tokenizer.model next to the model")
-        return cls(path.read_bytes())
+        try: return cls(path.read_bytes())
+        except ValueError as e: raise ValueError(f"{path}: {e}") from None
 
     def save(self, path: str | Path) -> Path:
         "Write the model file (one self-contained sentencepiece .model)."
@@ -145,7 +151,7 @@ def filter_pairs(
         else: kept.append((s, t))
     counts = dict(total=len(pairs), kept=len(kept), too_long=too_long, empty=empty)
     if too_long or empty:
-        _say(f"{name}: dropped {too_long} of {len(pairs)} pairs longer than max_len={max_len} tokens "
+        say(f"{name}: dropped {too_long} of {len(pairs)} pairs longer than max_len={max_len} tokens "
              f"and {empty} with an empty side; kept {len(kept)}")
     return kept, counts
 
@@ -153,14 +159,15 @@ def filter_pairs(
 def vocab_main(argv: list[str] | None = None) -> int:
     "Train a shared BPE vocabulary on a corpus's training text and write OUT/tokenizer.model."
     ap = argparse.ArgumentParser(prog="annotated-tx vocab", description=vocab_main.__doc__)
-    ap.add_argument("--corpus", choices=["multi30k", "wmt14"], default=None,
+    ap.add_argument("--corpus", choices=sorted(CORPORA), default=None,
                     help="train on this corpus's training split (both languages)")
     ap.add_argument("--src", type=Path, help="source-language training file (instead of --corpus)")
     ap.add_argument("--tgt", type=Path, help="target-language training file, parallel to --src")
     ap.add_argument("--data-dir", type=Path, default=None,
                     help="directory containing multi30k/ or wmt14/ (default: $ANNOTATED_TX_DATA, then the cache)")
     ap.add_argument("--no-download", action="store_true", help="never download (fail if the data is missing)")
-    ap.add_argument("--vocab-size", type=int, default=None, help="vocabulary size (default: 8000 for multi30k, 37000 otherwise)")
+    ap.add_argument("--vocab-size", type=int, default=None,
+                    help="vocabulary size (default: the corpus's own, " + ", ".join(f"{c.vocab_size} for {n}" for n, c in sorted(CORPORA.items())) + "; 37000 for --src/--tgt)")
     ap.add_argument("--max-sentences", type=int, default=0, help="train on a seeded sample of this many sentences (0: all)")
     ap.add_argument("--seed", type=int, default=0, help="seed of that sample")
     ap.add_argument("--out", type=Path, required=True, help="output directory; writes OUT/tokenizer.model")
@@ -168,10 +175,9 @@ def vocab_main(argv: list[str] | None = None) -> int:
     if args.src or args.tgt:
         if not (args.src and args.tgt) or args.corpus: ap.error("give --src and --tgt together, or --corpus")
         pairs = read_parallel(args.src, args.tgt)
-    elif args.corpus == "multi30k": pairs = load_multi30k("train", data_dir=args.data_dir, download=not args.no_download)
-    elif args.corpus == "wmt14": pairs = load_wmt14("train", data_dir=args.data_dir)
+    elif args.corpus: pairs = get_corpus(args.corpus).load("train", data_dir=args.data_dir, download=not args.no_download)
     else: ap.error("give --corpus, or --src and --tgt")
-    vocab_size = args.vocab_size or (8000 if args.corpus == "multi30k" else 37000)
+    vocab_size = args.vocab_size or (get_corpus(args.corpus).vocab_size if args.corpus else 37000)
     t0 = time.perf_counter()
     tok = Tokenizer.train(pairs, vocab_size, args.out / "tokenizer.model", max_sentences=args.max_sentences, seed=args.seed)
     print(f"wrote {args.out / 'tokenizer.model'}: {tok.vocab_size} pieces from {2 * len(pairs)} sentences "

@@ -6,9 +6,9 @@ Docs: https://annotated-tx.github.io/annotated_tx/trainer.html.md"""
 
 # %% ../nbs/09_trainer.ipynb #e04d3c43
 from __future__ import annotations
-import argparse, json, math, os, random, re, shutil, sys, time
-from contextlib import nullcontext
-from dataclasses import dataclass, asdict, fields
+import argparse, json, math, os, random, re, shutil, socket, sys, time, warnings
+from contextlib import ExitStack, nullcontext
+from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Callable, Iterable
@@ -17,17 +17,20 @@ import torch
 import torch.distributed as dist
 from torch import nn, Tensor
 from tqdm import tqdm
+from .data import say
+from .model import Config
 from .batching import Batch
-from .training import batch_loss, make_optimizer, rate, set_lr
+from .optimization import batch_loss, make_optimizer, rate, cooldown_scale, set_lr
 
 # %% auto #0
-__all__ = ['CKPT_FORMAT', 'TrainConfig', 'dist_env', 'resolve_device', 'autocast_for', 'unwrap', 'save_weights',
-           'save_checkpoint', 'load_checkpoint', 'list_checkpoints', 'seed_everything', 'evaluate', 'lr_scale', 'train',
+__all__ = ['CKPT_FORMAT', 'TrainConfig', 'dist_env', 'resolve_device', 'native_bf16', 'autocast_for', 'unwrap', 'save_weights',
+           'save_checkpoint', 'load_checkpoint', 'list_checkpoints', 'seed_everything', 'validation_loss', 'evaluate',
+           'lr_scale', 'update_step', 'RunLocked', 'RunLock', 'budget_used', 'progress_bar', 'train',
            'average_checkpoints', 'average_main']
 
 # %% ../nbs/09_trainer.ipynb #4bc5aa0c
 @dataclass
-class TrainConfig:
+class TrainConfig(Config):
     "Settings of the training loop (not of the model); JSON-serialisable."
     max_updates: int = 100_000  # stop after this many optimizer updates (0: no limit)
     max_epochs: int = 0  # stop after this many passes over the data (0: no limit)
@@ -45,29 +48,35 @@ class TrainConfig:
     checkpoint_every_minutes: float = 10.0  # and/or every N minutes of training (the paper: 10; 0: off)
     keep_last: int = 5  # checkpoints to keep, older ones are deleted (0: keep all)
     val_every: int = 0  # validation loss every N updates (0: only at the end)
-    log_every: int = 10  # refresh the progress bar every N updates (the log file gets every update)
+    log_every: int = 10  # refresh the progress bar's loss every N updates (the log file gets every update)
     seed: int = 0  # seeds dropout (process r uses seed + r)
     device: str = "auto"  # 'auto' (CUDA if present), 'cpu', 'cuda', 'cuda:1', …
-    amp: str = "auto"  # 'auto' (bf16 autocast on CUDA, none on CPU), 'bf16' or 'none'
+    amp: str = "auto"  # 'auto' (bf16 autocast where the device computes bf16 natively, else float32), 'bf16' or 'none'
     compile: bool = False  # torch.compile the model
     progress: bool = True  # show a progress bar (rank 0 only)
 
     def __post_init__(self):
-        if self.amp not in ("auto", "bf16", "none"): raise ValueError(f"amp must be 'auto', 'bf16' or 'none', got {self.amp!r}")
-        if not 0 <= self.cooldown <= 1: raise ValueError(f"cooldown must be a fraction in [0, 1], got {self.cooldown}")
-        if self.cooldown and not (self.max_updates or self.max_minutes):
-            raise ValueError("cooldown needs a budget to end at: set max_updates or max_minutes")
-        if self.accum_steps < 1: raise ValueError(f"accum_steps must be >= 1, got {self.accum_steps}")
+        def need(ok: bool, name: str, what: str):
+            if not ok: raise ValueError(f"TrainConfig.{name} {what}, got {getattr(self, name)!r}")
+        for name in ("max_updates", "max_epochs", "max_minutes", "checkpoint_every_updates", "checkpoint_every_minutes",
+                     "keep_last", "val_every", "clip_norm"):
+            need(getattr(self, name) >= 0, name, "must be >= 0 (0: off)")
+        need(self.warmup >= 1, "warmup", "must be at least 1 update (eq. (3) divides by it)")
+        need(self.lr_factor > 0, "lr_factor", "must be positive")
+        need(0 <= self.cooldown <= 1, "cooldown", "must be a fraction in [0, 1]")
+        need(not self.cooldown or bool(self.max_updates or self.max_minutes), "cooldown",
+             "needs a budget to end at: set max_updates or max_minutes")
+        need(self.d_model is None or self.d_model >= 1, "d_model", "must be a positive width, or None for the model's")
+        need(len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas), "betas", "must be two numbers in [0, 1)")
+        need(self.adam_eps >= 0, "adam_eps", "must be >= 0")
+        need(0 <= self.label_smoothing < 1, "label_smoothing", "must be in [0, 1)")
+        need(self.accum_steps >= 1, "accum_steps", "must be at least 1")
+        need(self.log_every >= 1, "log_every", "must be at least 1")
+        need(self.amp in ("auto", "bf16", "none"), "amp", "must be 'auto', 'bf16' or 'none'")
+        try: ok = self.device == "auto" or bool(torch.device(self.device))
+        except (RuntimeError, TypeError): ok = False
+        need(ok, "device", "must be 'auto' or a torch device such as 'cpu', 'cuda' or 'cuda:1'")
         self.betas = tuple(self.betas)
-
-    def to_dict(self) -> dict: return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "TrainConfig":
-        "Build from a dict, naming any key that is not a field."
-        unknown = set(d) - {f.name for f in fields(cls)}
-        if unknown: raise ValueError(f"unknown TrainConfig fields: {sorted(unknown)}")
-        return cls(**d)
 
     @classmethod
     def from_json(cls, path: str | Path) -> "TrainConfig":
@@ -90,9 +99,16 @@ def resolve_device(
         raise RuntimeError(f"device {device!r} requested but CUDA is not available")
     return torch.device(device)
 
+def native_bf16(device: torch.device) -> bool:
+    "Whether `device` computes in bf16 natively: a CUDA GPU that supports it, or a CPU with AVX512-BF16 or AMX instructions."
+    if device.type == "cuda": return torch.cuda.is_bf16_supported()
+    if device.type != "cpu": return False
+    try: return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+    except AttributeError: return False                   # a torch without these probes: assume not
+
 def autocast_for(device: torch.device, amp: str = "auto"):
-    "bf16 autocast on CUDA ('auto') or when asked ('bf16'); a no-op context otherwise."
-    if amp == "bf16" or (amp == "auto" and device.type == "cuda"):
+    "bf16 autocast when asked ('bf16'), or with 'auto' where the device computes bf16 natively; a no-op context otherwise."
+    if amp == "bf16" or (amp == "auto" and native_bf16(device)):
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return nullcontext()
 
@@ -223,7 +239,7 @@ def seed_everything(seed: int) -> None:
 
 # %% ../nbs/09_trainer.ipynb #a95847a8
 @torch.no_grad()
-def evaluate(
+def validation_loss(
     model: nn.Module,  # maps (src, tgt_in) to logits
     batches: Iterable[Batch],  # the validation batches
     label_smoothing: float = 0.1,  # ε_ls of the reported loss
@@ -241,8 +257,14 @@ def evaluate(
             with autocast_for(device, amp): l, nl = batch_loss(model, b.to(device), label_smoothing)
             loss, nll, n = loss + float(l), nll + float(nl), n + b.n_tgt_tokens
     finally: model.train(was_training)
-    if n == 0: raise ValueError("evaluate got no validation batches")
+    if n == 0: raise ValueError("validation_loss got no validation batches")
     return {"val_loss": loss / n, "val_nll": nll / n, "val_ppl": math.exp(min(nll / n, 50)), "val_tokens": n}
+
+def evaluate(*args, **kwargs) -> dict:
+    "Deprecated name of `validation_loss`, kept for one release (BLEU is `annotated_tx.evaluation.evaluate`)."
+    warnings.warn("annotated_tx.trainer.evaluate is now validation_loss; the old name will be removed in the next release",
+                  DeprecationWarning, stacklevel=2)
+    return validation_loss(*args, **kwargs)
 
 # %% ../nbs/09_trainer.ipynb #ac0bea3e
 def lr_scale(
@@ -250,24 +272,37 @@ def lr_scale(
     step: int,  # the update about to be made, from 1
     seconds: float,  # training seconds spent before it
 ) -> float:
-    "Multiplier of eq. (3): 1, falling linearly to 0 over the last `cooldown` of the budget (updates or minutes, whichever runs out first)."
-    if not cfg.cooldown: return 1.0
+    "`cooldown_scale` of the share of the budget spent (updates or minutes, whichever runs out first)."
     used = max((step - 1) / cfg.max_updates if cfg.max_updates else 0.0,
                seconds / (60 * cfg.max_minutes) if cfg.max_minutes else 0.0)
-    return max(0.0, min(1.0, (1 - used) / cfg.cooldown))
+    return cooldown_scale(used, cfg.cooldown)
 
 
 # %% ../nbs/09_trainer.ipynb #c0db7019
-def _update(fwd: nn.Module, ddp: nn.Module, optimizer, group: list[Batch], step: int, d_model: int, cfg: TrainConfig,
-            rank: int, world: int, device: torch.device, scale: float = 1.0) -> dict:
-    "One optimizer update (update number `step`, from 1) on this process's share of `group`."
+def update_step(
+    model: nn.Module,  # computes the loss: the model, or its DistributedDataParallel and/or torch.compile wrapper
+    optimizer: torch.optim.Optimizer,  # Adam over the model's parameters (`make_optimizer`)
+    group: list[Batch],  # the batches of this update, every process's together; process r trains on group[r::world]
+    *,
+    step: int,  # the update number, from 1: the learning rate is eq. (3) at this step
+    cfg: TrainConfig,  # warmup, lr_factor, label_smoothing, clip_norm and amp are read from it
+    d_model: int,  # d_model of eq. (3)
+    scale: float = 1.0,  # multiplies the learning rate (the cooldown's factor, `lr_scale`)
+    ddp: nn.Module | None = None,  # the DistributedDataParallel wrapper, whose `no_sync` defers the all-reduce (default: `model`)
+    rank: int = 0,  # this process's rank
+    world: int = 1,  # number of processes
+    device: str | torch.device | None = None,  # where the batches go (default: the model's device)
+) -> dict:
+    "One optimizer update: backward on each micro-batch's loss over the update's target tokens, then Adam at eq. (3)'s rate."
+    ddp = model if ddp is None else ddp
+    device = torch.device(device) if device is not None else next(unwrap(model).parameters()).device
     mine, n_tokens = group[rank::world], sum(b.n_tgt_tokens for b in group)
     sums = torch.zeros(2, device=device)
     for i, b in enumerate(mine):
         b = b.to(device, non_blocking=True)
         sync = world == 1 or i == len(mine) - 1
         with (nullcontext() if sync else ddp.no_sync()):
-            with autocast_for(device, cfg.amp): loss, nll = batch_loss(fwd, b, cfg.label_smoothing)
+            with autocast_for(device, cfg.amp): loss, nll = batch_loss(model, b, cfg.label_smoothing)
             (loss * (world / n_tokens)).backward()
         sums += torch.stack([loss.detach(), nll])
     rec = {}
@@ -280,6 +315,113 @@ def _update(fwd: nn.Module, ddp: nn.Module, optimizer, group: list[Batch], step:
     if world > 1: dist.all_reduce(sums)
     loss_sum, nll_sum = sums.tolist()
     return {"loss": loss_sum / n_tokens, "nll": nll_sum / n_tokens, "lr": lr, "tokens": n_tokens, **rec}
+
+def _update(fwd, ddp, optimizer, group, step, d_model, cfg, rank, world, device, scale=1.0) -> dict:
+    "Deprecated: the former private, positional form of `update_step`, kept for one release."
+    return update_step(fwd, optimizer, group, step=step, cfg=cfg, d_model=d_model, scale=scale, ddp=ddp,
+                       rank=rank, world=world, device=device)
+
+# %% ../nbs/09_trainer.ipynb #b1c2d303
+class RunLocked(RuntimeError):
+    "Another process holds the run directory's lock."
+
+def _try_lock(fd: int) -> bool:
+    "Take the operating system's exclusive lock on an open file without waiting; False when another process holds it."
+    try:
+        if os.name == "nt":
+            import msvcrt
+            os.lseek(fd, 1 << 20, os.SEEK_SET); msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)   # a byte past the text
+        else:
+            import fcntl
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError: return False
+    finally: os.lseek(fd, 0, os.SEEK_SET)
+
+def _holder(text: str) -> str:
+    "Who a lock file's text names, in words."
+    try: h = json.loads(text)
+    except ValueError: return "a process that has not written its name yet" if not text else f"an unreadable lock ({text[:60]!r})"
+    return f"pid {h.get('pid')} on host {h.get('host')} (started {h.get('started')})"
+
+class RunLock:
+    "Exclusive use of a run directory: `run.lock` names the holder (pid, host, start time); the OS file lock makes it exclusive."
+    def __init__(self,
+                 out_dir: str | Path):  # the run directory
+        self.path, self._fd = Path(out_dir) / "run.lock", None
+
+    def acquire(self) -> "RunLock":
+        "Take the lock: refuse, naming the holder, if a live process holds it; take over a stale one from this host, with a note."
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        host = socket.gethostname()
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            if not _try_lock(fd):
+                text = os.read(fd, 4096).decode(errors="replace").strip(); os.close(fd)
+                raise RunLocked(f"{self.path} is held by {_holder(text)}: another process is training into this directory")
+            try: same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except FileNotFoundError: same = False
+            if same: break
+            os.close(fd)                                  # the holder released and deleted it meanwhile: open the new file
+        old = os.read(fd, 4096).decode(errors="replace").strip()
+        if old:                                           # left by a process that did not release it (killed?)
+            try: old_host = json.loads(old).get("host")
+            except (ValueError, AttributeError): old_host = host
+            if old_host != host:
+                os.close(fd)
+                raise RunLocked(f"{self.path} was taken by {_holder(old)}; from host {host} it cannot be told whether "
+                                f"that process still runs: if it does not, delete {self.path}")
+            say(f"{self.path.name}: taking over the stale lock of {_holder(old)}, which no longer holds it")
+        me = {"pid": os.getpid(), "host": host, "started": time.strftime("%Y-%m-%d %H:%M:%S")}
+        os.ftruncate(fd, 0); os.lseek(fd, 0, os.SEEK_SET); os.write(fd, json.dumps(me).encode())
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        "Delete `run.lock` and drop the OS lock (nothing if not held)."
+        fd, self._fd = self._fd, None
+        if fd is None: return
+        if os.name == "nt": os.close(fd); self.path.unlink(missing_ok=True)    # Windows cannot delete an open file
+        else: self.path.unlink(missing_ok=True); os.close(fd)
+
+    def __enter__(self) -> "RunLock": return self.acquire()
+    def __exit__(self, *exc) -> None: self.release()
+
+# %% ../nbs/09_trainer.ipynb #b1c2d306
+def budget_used(
+    cfg: TrainConfig,  # its max_updates, max_minutes and max_epochs are the budget
+    step: int,  # updates done
+    seconds: float,  # training seconds spent
+    epochs: float | None = None,  # epochs done, with the fraction of the current one (None: unknown)
+) -> tuple[float | None, str]:
+    "Share of the budget spent (of the limit closest to running out; None when no limit is known) and 'spent/budget' of each limit."
+    parts, shares = [f"update {step:,}" + (f"/{cfg.max_updates:,}" if cfg.max_updates else "")], []
+    if cfg.max_updates: shares.append(step / cfg.max_updates)
+    if cfg.max_minutes:
+        parts.append(f"{tqdm.format_interval(seconds)}/{tqdm.format_interval(60 * cfg.max_minutes)} of training")
+        shares.append(seconds / (60 * cfg.max_minutes))
+    if cfg.max_epochs and epochs is not None:
+        parts.append(f"epoch {epochs:.2f}/{cfg.max_epochs}"); shares.append(epochs / cfg.max_epochs)
+    return (min(1.0, max(shares)) if shares else None), ", ".join(parts)
+
+def progress_bar(
+    cfg: TrainConfig,  # the budget, and whether to show the bar at all (`progress`)
+    step: int = 0,  # updates done before this session (a resumed run)
+    seconds: float = 0.0,  # training seconds spent before this session
+    epochs: float | None = None,  # epochs done before this session (None: unknown)
+    disable: bool = False,  # hide it (e.g. on every process but rank 0)
+) -> tqdm:
+    "A tqdm bar over the share of the budget: spent/budget, percentage and ETA, then loss, learning rate and tokens/s."
+    share, text = budget_used(cfg, step, seconds, epochs)
+    fmt = "{desc} {percentage:3.0f}%|{bar:16}| ETA {remaining}{postfix}" if share is not None else "{desc}{postfix}"
+    return tqdm(total=1.0 if share is not None else None, initial=share or 0.0, desc=f"train {text}", bar_format=fmt,
+                disable=disable or not cfg.progress, mininterval=1.0, dynamic_ncols=True)
+
+def _show_progress(bar: tqdm, cfg: TrainConfig, rec: dict, epochs: float | None, loss: bool) -> None:
+    share, text = budget_used(cfg, rec["step"], rec["seconds"], epochs)
+    bar.set_description_str(f"train {text}", refresh=False)
+    if loss: bar.set_postfix_str(f"loss {rec['loss']:.3f}, lr {rec['lr']:.2e}, {rec['tok_per_s']:,.0f} tok/s", refresh=False)
+    bar.update(share - bar.n if share is not None else 0)
 
 # %% ../nbs/09_trainer.ipynb #0ca4741b
 def train(
@@ -296,100 +438,100 @@ def train(
     out_dir = Path(out_dir)
     rank, world, local = dist_env()
     device = resolve_device(cfg.device, local)
-    own_group = world > 1 and not dist.is_initialized()
-    if own_group:
-        if device.type == "cuda": torch.cuda.set_device(device)
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    model = model.to(device).train()
-    d_model = cfg.d_model or getattr(getattr(model, "config", None), "d_model", None)
-    if not d_model: raise ValueError("the learning-rate schedule needs d_model: set TrainConfig.d_model")
-    optimizer = make_optimizer(model, cfg.betas, cfg.adam_eps)
+    with ExitStack() as opened:                           # closed on return and on error, last opened first
+        if rank == 0: opened.enter_context(RunLock(out_dir))
+        own_group = world > 1 and not dist.is_initialized()
+        if own_group:
+            if device.type == "cuda": torch.cuda.set_device(device)
+            dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+            opened.callback(dist.destroy_process_group)
+        model = model.to(device).train()
+        d_model = cfg.d_model or getattr(getattr(model, "config", None), "d_model", None)
+        if not d_model: raise ValueError("the learning-rate schedule needs d_model: set TrainConfig.d_model")
+        optimizer = make_optimizer(model, cfg.betas, cfg.adam_eps)
 
-    ckpts = list_checkpoints(out_dir)
-    start = Path(resume) if isinstance(resume, (str, Path)) else (ckpts[-1] if resume and ckpts else None)
-    if start is None and ckpts and not resume:
-        raise ValueError(f"{out_dir} already holds checkpoints ({ckpts[-1].name}); resume, or use another directory")
-    step = epoch = done = 0; seconds = 0.0
-    if start is not None:
-        state = load_checkpoint(start, model, optimizer, device)
-        step, epoch, done, seconds = state["step"], state["epoch"], state["batches_done_in_epoch"], state["train_seconds"]
-        if not _restore_rng(state, rank, device): seed_everything(cfg.seed + rank + 7919 * step)
-    else:
-        seed_everything(cfg.seed + rank)
+        ckpts = list_checkpoints(out_dir)
+        start = Path(resume) if isinstance(resume, (str, Path)) else (ckpts[-1] if resume and ckpts else None)
+        if start is None and ckpts and not resume:
+            raise ValueError(f"{out_dir} already holds checkpoints ({ckpts[-1].name}); resume, or use another directory")
+        step = epoch = done = 0; seconds = 0.0
+        if start is not None:
+            state = load_checkpoint(start, model, optimizer, device)
+            step, epoch, done, seconds = state["step"], state["epoch"], state["batches_done_in_epoch"], state["train_seconds"]
+            if not _restore_rng(state, rank, device): seed_everything(cfg.seed + rank + 7919 * step)
+        else:
+            seed_everything(cfg.seed + rank)
 
-    log_path, history = out_dir / "log.jsonl", {"train": [], "val": []}
-    if rank == 0:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for p in (out_dir / "checkpoints").glob("step-*.tmp*"): shutil.rmtree(p, ignore_errors=True)  # killed mid-write
-        old = [json.loads(l) for l in log_path.read_text().splitlines()] if start is not None and log_path.is_file() else []
-        kept = [r for r in old if r["step"] <= step]       # lines after the checkpoint are redone
-        for r in kept: history["val" if "val_loss" in r else "train"].append(r)
-        log_path.write_text("".join(json.dumps(r) + "\n" for r in kept))
-    log = open(log_path, "a") if rank == 0 else None
-
-    ddp = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None) if world > 1 else model
-    fwd = torch.compile(ddp, dynamic=True) if cfg.compile else ddp
-
-    def write(rec):
-        history["val" if "val_loss" in rec else "train"].append(rec)
-        log.write(json.dumps(rec) + "\n"); log.flush()
-
-    def validate():
-        if rank == 0 and val_data is not None:
-            write({"step": step, "epoch": epoch, **evaluate(model, val_data, cfg.label_smoothing, device, cfg.amp)})
-
-    def checkpoint():
-        rng = _gather_rng(device, world)                  # collective: every process takes part
+        log_path, history = out_dir / "log.jsonl", {"train": [], "val": []}
         if rank == 0:
-            state = {"step": step, "epoch": epoch, "batches_done_in_epoch": done, "train_seconds": seconds,
-                     "world_size": world, "train_config": cfg.to_dict(), "host_rng": _host_rng()}
-            save_checkpoint(out_dir / "checkpoints" / f"step-{step:08d}", model, optimizer, state, rng)
-            if cfg.keep_last:
-                for old in list_checkpoints(out_dir)[:-cfg.keep_last]: shutil.rmtree(old, ignore_errors=True)
+            out_dir.mkdir(parents=True, exist_ok=True)
+            for p in (out_dir / "checkpoints").glob("step-*.tmp*"): shutil.rmtree(p, ignore_errors=True)  # killed mid-write
+            old = [json.loads(l) for l in log_path.read_text().splitlines()] if start is not None and log_path.is_file() else []
+            kept = [r for r in old if r["step"] <= step]       # lines after the checkpoint are redone
+            for r in kept: history["val" if "val_loss" in r else "train"].append(r)
+            log_path.write_text("".join(json.dumps(r) + "\n" for r in kept))
+        log = opened.enter_context(open(log_path, "a")) if rank == 0 else None
 
-    bar = tqdm(total=cfg.max_updates or None, initial=step, disable=not (cfg.progress and rank == 0),
-               desc="train", mininterval=1.0, dynamic_ncols=True)
-    per_update, last_ckpt, last_saved, stop = cfg.accum_steps * world, seconds, step, None
-    if cfg.max_updates and step >= cfg.max_updates: stop = "max_updates"      # resumed a finished run
-    elif cfg.max_minutes and seconds >= 60 * cfg.max_minutes: stop = "max_minutes"
-    while stop is None:
-        if cfg.max_epochs and epoch >= cfg.max_epochs: stop = "max_epochs"; break
-        stream = islice(data(epoch) if callable(data) else iter(data), done, None)
-        while stop is None:
-            t0 = time.perf_counter()
-            group = list(islice(stream, per_update))
-            if len(group) < world: break                  # end of the epoch (too few batches left for every process)
-            rec = _update(fwd, ddp, optimizer, group, step + 1, d_model, cfg, rank, world, device, lr_scale(cfg, step + 1, seconds))
-            step, done = step + 1, done + len(group)
-            dt = time.perf_counter() - t0
-            seconds += dt
-            rec = {"step": step, "epoch": epoch, **rec, "tok_per_s": rec["tokens"] / dt, "seconds": seconds}
+        ddp = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None) if world > 1 else model
+        fwd = torch.compile(ddp, dynamic=True) if cfg.compile else ddp
+
+        def write(rec):
+            history["val" if "val_loss" in rec else "train"].append(rec)
+            log.write(json.dumps(rec) + "\n"); log.flush()
+
+        def validate():
+            if rank == 0 and val_data is not None:
+                write({"step": step, "epoch": epoch, **validation_loss(model, val_data, cfg.label_smoothing, device, cfg.amp)})
+
+        def checkpoint():
+            rng = _gather_rng(device, world)                  # collective: every process takes part
             if rank == 0:
-                write(rec)
-                bar.update(1)
-                if step % cfg.log_every == 0 or step == 1:
-                    bar.set_postfix(loss=f"{rec['loss']:.3f}", lr=f"{rec['lr']:.2e}", tok_s=f"{rec['tok_per_s']:.0f}", refresh=False)
-            if cfg.val_every and step % cfg.val_every == 0: validate()
-            flags = [cfg.max_updates and step >= cfg.max_updates, cfg.max_minutes and seconds >= 60 * cfg.max_minutes,
-                     cfg.checkpoint_every_minutes and seconds - last_ckpt >= 60 * cfg.checkpoint_every_minutes]
-            if world > 1:                                 # rank 0's clock decides for everyone (stops, checkpoints, cooldown)
-                f = torch.tensor([float(bool(x)) for x in flags] + [seconds], dtype=torch.float64,
-                                 device=device if device.type == "cuda" else "cpu")
-                dist.broadcast(f, 0); flags, seconds = f[:3].bool().tolist(), float(f[3])
-            if flags[0]: stop = "max_updates"
-            elif flags[1]: stop = "max_minutes"
-            if (cfg.checkpoint_every_updates and step % cfg.checkpoint_every_updates == 0) or flags[2] or stop:
-                checkpoint(); last_ckpt, last_saved = seconds, step
-        if stop is None:
-            if done == 0: raise ValueError(f"the data yielded fewer than {world} batches in epoch {epoch}")
-            epoch, done = epoch + 1, 0
-    bar.close()
-    if last_saved != step: checkpoint()
-    if rank == 0 and not (history["val"] and history["val"][-1]["step"] == step): validate()   # once per step
-    if rank == 0:
-        save_weights(model, out_dir / "model.safetensors", {"step": step})
-        log.close()
-    if own_group: dist.destroy_process_group()
+                state = {"step": step, "epoch": epoch, "batches_done_in_epoch": done, "train_seconds": seconds,
+                         "world_size": world, "train_config": cfg.to_dict(), "host_rng": _host_rng()}
+                save_checkpoint(out_dir / "checkpoints" / f"step-{step:08d}", model, optimizer, state, rng)
+                if cfg.keep_last:
+                    for old in list_checkpoints(out_dir)[:-cfg.keep_last]: shutil.rmtree(old, ignore_errors=True)
+
+        per_epoch = len(data) if cfg.max_epochs and hasattr(data, "__len__") else None   # batches per epoch, for the bar
+        epochs = lambda: epoch + done / per_epoch if per_epoch else None
+        bar = opened.enter_context(progress_bar(cfg, step, seconds, epochs(), disable=rank != 0))
+        per_update, last_ckpt, last_saved, stop = cfg.accum_steps * world, seconds, step, None
+        if cfg.max_updates and step >= cfg.max_updates: stop = "max_updates"      # resumed a finished run
+        elif cfg.max_minutes and seconds >= 60 * cfg.max_minutes: stop = "max_minutes"
+        while stop is None:
+            if cfg.max_epochs and epoch >= cfg.max_epochs: stop = "max_epochs"; break
+            stream = islice(data(epoch) if callable(data) else iter(data), done, None)
+            while stop is None:
+                t0 = time.perf_counter()
+                group = list(islice(stream, per_update))
+                if len(group) < world: break                  # end of the epoch (too few batches left for every process)
+                rec = update_step(fwd, optimizer, group, step=step + 1, cfg=cfg, d_model=d_model,
+                                  scale=lr_scale(cfg, step + 1, seconds), ddp=ddp, rank=rank, world=world, device=device)
+                step, done = step + 1, done + len(group)
+                dt = time.perf_counter() - t0
+                seconds += dt
+                rec = {"step": step, "epoch": epoch, **rec, "tok_per_s": rec["tokens"] / dt, "seconds": seconds}
+                if rank == 0:
+                    write(rec)
+                    _show_progress(bar, cfg, rec, epochs(), loss=step % cfg.log_every == 0 or step == 1)
+                if cfg.val_every and step % cfg.val_every == 0: validate()
+                flags = [cfg.max_updates and step >= cfg.max_updates, cfg.max_minutes and seconds >= 60 * cfg.max_minutes,
+                         cfg.checkpoint_every_minutes and seconds - last_ckpt >= 60 * cfg.checkpoint_every_minutes]
+                if world > 1:                                 # rank 0's clock decides for everyone (stops, checkpoints, cooldown)
+                    f = torch.tensor([float(bool(x)) for x in flags] + [seconds], dtype=torch.float64,
+                                     device=device if device.type == "cuda" else "cpu")
+                    dist.broadcast(f, 0); flags, seconds = f[:3].bool().tolist(), float(f[3])
+                if flags[0]: stop = "max_updates"
+                elif flags[1]: stop = "max_minutes"
+                if (cfg.checkpoint_every_updates and step % cfg.checkpoint_every_updates == 0) or flags[2] or stop:
+                    checkpoint(); last_ckpt, last_saved = seconds, step
+            if stop is None:
+                if done == 0: raise ValueError(f"the data yielded fewer than {world} batches in epoch {epoch}")
+                epoch, done = epoch + 1, 0
+        bar.close()
+        if last_saved != step: checkpoint()
+        if rank == 0 and not (history["val"] and history["val"][-1]["step"] == step): validate()   # once per step
+        if rank == 0: save_weights(model, out_dir / "model.safetensors", {"step": step})
     return {**history, "step": step, "epoch": epoch, "stopped": stop, "out_dir": str(out_dir),
             "checkpoints": [str(p) for p in list_checkpoints(out_dir)]}
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Table 3 at Multi30k scale (chapter 15): train every row with the multi30k-cpu recipe at a fixed budget of
+# Table 3 at Multi30k scale (chapter 16, nbs/16_variations.ipynb): train every row with the multi30k-cpu recipe at a fixed budget of
 # updates, one after another. Resumable: a row whose runs/table3/<row>/results.json exists is skipped, and a
 # row that was interrupted resumes from its last checkpoint (every 100 updates) when the script runs again.
 #
 # usage (from the repository root):
 #   tools/table3.sh [--dry-run] [--until HH:MM] [ROW|GROUP ...]
-#     ROW     a row name (base, base-s1, A-h1, ..., E-learned, X-N4-pre); GROUP: A, B, C, D, E, X or base (all rows starting so)
+#     ROW     a row name (base, base-s1, A-h1, ..., E-learned); GROUP: A, B, C, D, E or base (all rows starting so)
 #     --until do not START a row after this time of day (a running row is not stopped; if it is killed later,
 #             the next invocation resumes it)
 #     --dry-run  print what would run (and the time estimates), run nothing, create nothing
@@ -29,10 +29,9 @@ export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 OUT=runs/table3
 
 # Priority order: one row per claim of the paper and the seed-noise row first, then the rest of each group.
-# X-N4-pre is not a row of Table 3 but a diagnostic (chapter 15): C-N4 with pre-norm.
 ORDER=(base base-s1 A-h1 A-h32 B-dk8 C-N1 C-N4 D-drop0.0 D-ls0.0 E-learned
        A-h4 A-h16 B-dk16 D-drop0.2 D-ls0.2 C-N2 C-d128 C-ff512 C-ff2048
-       C-d512 X-N4-pre)
+       C-d512)
 
 declare -A SETS EST   # the row's own --set values; estimated minutes (guesses made before the runs; the real ones land in results.json)
 SETS[base]="";                                                                  EST[base]=35
@@ -55,7 +54,6 @@ SETS[D-drop0.2]="model_overrides.dropout=0.2";                                  
 SETS[D-ls0.0]="train.label_smoothing=0.0";                                      EST[D-ls0.0]=35
 SETS[D-ls0.2]="train.label_smoothing=0.2";                                      EST[D-ls0.2]=35
 SETS[E-learned]="model_overrides.positional=learned";                           EST[E-learned]=35
-SETS[X-N4-pre]="model_overrides.n_enc_layers=4 model_overrides.n_dec_layers=4 model_overrides.norm_first=true";   EST[X-N4-pre]=45
 BUDGET="train.max_minutes=0 train.max_updates=$UPDATES train.cooldown=0.3 train.checkpoint_every_minutes=0 train.checkpoint_every_updates=100 train.val_every=100"
 
 die() { echo "table3: error: $*" >&2; exit 2; }

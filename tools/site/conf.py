@@ -16,6 +16,7 @@ nb_merge_streams = True
 nb_output_stderr = "show"
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "html_image"]
 myst_dmath_double_inline = True
+myst_heading_anchors = 3                  # `chapter.ipynb#section` links (the glossary's) resolve to headings down to ###
 suppress_warnings = ["myst.header",        # show_doc entries are ### headings, sometimes right under the title
                      "misc.highlighting_failure"]  # a code cell pygments cannot lex is shown plain, not an error
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
