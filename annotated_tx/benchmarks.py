@@ -15,7 +15,7 @@ from .layers import sinusoidal_encoding
 from .model import Transformer, TransformerConfig, get_config, count_parameters, torch_threads
 from .batching import Batch, make_batch
 from .optimization import make_optimizer
-from .trainer import TrainConfig, resolve_device, update_step
+from .trainer import TrainConfig, resolve_device, update_step, native_bf16
 from .decoding import greedy_decode, beam_search
 
 # %% auto #0
@@ -85,14 +85,14 @@ def matmul_ceiling(
     dtype: torch.dtype = torch.float32,  # matmul precision
     reps: int = 3,  # timed repetitions per shape (the best is kept)
 ) -> float:
-    "FLOP/s of the forward pass's matrix products, each shape timed alone: the rate of a model made only of matmuls."
+    "FLOP/s of the forward pass's matrix products, each shape timed alone as `nn.Linear` lays it out (x·Wᵀ): the rate of a model made only of matmuls."
     flops = secs = 0.0
     for count, m, k, n in matmul_shapes(c, batch):
-        a, b = torch.randn(m, k, device=device, dtype=dtype), torch.randn(k, n, device=device, dtype=dtype)
-        a @ b; _sync(torch.device(device))
+        a, w = torch.randn(m, k, device=device, dtype=dtype), torch.randn(n, k, device=device, dtype=dtype)
+        F.linear(a, w); _sync(torch.device(device))
         best = math.inf
         for _ in range(reps):
-            t = time.perf_counter(); a @ b; _sync(torch.device(device)); best = min(best, time.perf_counter() - t)
+            t = time.perf_counter(); F.linear(a, w); _sync(torch.device(device)); best = min(best, time.perf_counter() - t)
         flops, secs = flops + count * 2 * m * k * n, secs + count * best
     return flops / secs
 
@@ -138,7 +138,7 @@ def bench_train(
                 toks += b.n_tgt_tokens
             _sync(dev)
             return time.perf_counter() - t, toks
-        for key in models: run(key, 2)                            # warm up: allocations, first-call costs
+        for key in models: run(key, 1)                            # warm up: allocations, first-call costs
         per = {k: [] for k in models}; ratio = {a: [] for a in amps}; ceil = {a: [] for a in amps}
         for r in range(rounds):
             keys = list(models)
@@ -192,7 +192,8 @@ def bench_train_main(argv: list[str] | None = None) -> int:
           f"vocab {c.src_vocab_size}), {a.pairs} pairs of {a.min_len}-{a.max_len} tokens (~{r['tgt_tokens_per_batch']:.0f} target tokens), "
           f"{r['device']}, {r['threads']} threads; medians of {a.rounds} interleaved rounds of {a.steps} steps; the same Adam for both")
     print(f"model FLOPs per step {r['train_flops_per_step'] / 1e9:.1f} G (analytic: 3 x forward matmuls); the matmul ceiling is "
-          f"the model's forward GEMM shapes, timed in this run in each precision")
+          f"the model's forward GEMM shapes, timed in this run in each precision; this device computes bf16 natively: "
+          f"{'yes' if native_bf16(torch.device(r['device'])) else 'no'}")
     print(f"{'':36} {'step ms':>16} {'target tok/s':>16} {'MFU':>15}")
     print(f"{'':36} {'median    best':>16} {'median    best':>16} {'median   best':>15}")
     for amp in ("none", "bf16"):

@@ -86,7 +86,7 @@ PRESETS: dict[str, dict] = {
     "multi30k-cpu": dict(
         corpus="multi30k", src_lang="de", tgt_lang="en", vocab_size=8000, model="small",
         model_overrides=dict(dropout=0.1), max_tokens=4096,
-        train=dict(max_minutes=60, max_updates=0, warmup=800, lr_factor=0.7, cooldown=0.3, amp="bf16",
+        train=dict(max_minutes=60, max_updates=0, warmup=800, lr_factor=0.7, cooldown=0.3, amp="auto",
                    checkpoint_every_minutes=1.0, keep_last=5, val_every=250, log_every=10),
         average_last=5),
     "multi30k-gpu": dict(

@@ -156,13 +156,13 @@ def expects_output(source: str) -> str | None:
 def check_outputs(nb_path: Path, nb: dict) -> list[str]:
     """The build's rule for stored outputs: every code cell that `expects_output` must have at least one output,
     except cells the site does not show (`#| hide`, `#| export`...), cells not run by default (`#| eval: false`,
-    `#| cuda`: no GPU on the project's machines). Returns one message per offending cell."""
+    `#| cuda`: no GPU on the project's machines; `#| network`: no network there). Returns one message per offending cell."""
     problems = []
     for i, cell in enumerate(nb["cells"]):
         if cell["cell_type"] != "code": continue
         src = "".join(cell["source"])
         dirs = _directives(src)
-        if dirs & {"hide", "export", "exporti", "default_exp", "cuda"} or dirs_value(src, "eval") == "false": continue
+        if dirs & {"hide", "export", "exporti", "default_exp", "cuda", "network"} or dirs_value(src, "eval") == "false": continue
         why = expects_output(src)
         if why and not cell.get("outputs"):
             first = next((l for l in src.splitlines() if l.strip() and not l.startswith("#|")), "")
@@ -305,6 +305,7 @@ def process_notebook(path: Path, page: Page, lookup) -> dict:
         if str(d.get("output", "")).lower() == "false": tags.append("remove-output")
         if "slow" in d: tags.append("atx-slow")
         if "cuda" in d: tags.append("atx-cuda")
+        if "network" in d: tags.append("atx-network")
         outputs = []
         for o in c.get("outputs", []):
             o = json.loads(json.dumps(o))  # plain dict
