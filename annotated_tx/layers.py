@@ -5,12 +5,15 @@
 # %% ../nbs/02_layers.ipynb #09116a45
 from __future__ import annotations
 import math, operator
+from dataclasses import dataclass
+from typing import Callable
 import torch
 from torch import nn, Tensor
 
 # %% auto #0
-__all__ = ['ACTIVATIONS', 'PositionwiseFeedForward', 'Embeddings', 'check_token_ids', 'sinusoidal_encoding', 'PositionalEncoding',
-           'LearnedPositionalEmbedding', 'NoPositionalEncoding', 'RotaryEmbedding', 'alibi_slopes']
+__all__ = ['ACTIVATIONS', 'POSITIONAL', 'PositionwiseFeedForward', 'Embeddings', 'check_token_ids', 'sinusoidal_encoding',
+           'PositionalEncoding', 'LearnedPositionalEmbedding', 'NoPositionalEncoding', 'RotaryEmbedding',
+           'alibi_slopes', 'PositionScheme']
 
 # %% ../nbs/02_layers.ipynb #3e880d65
 ACTIVATIONS = {"relu": torch.relu, "swish": nn.functional.silu}   # the paper's ReLU, and x·σ(x), which many Marian models use
@@ -148,3 +151,19 @@ def alibi_slopes(
     geometric = lambda n: [2 ** (-8 * i / n) for i in range(1, n + 1)]
     p = 2 ** math.floor(math.log2(n_heads))
     return torch.tensor(geometric(p) + geometric(2 * p)[0::2][:n_heads - p])
+
+# %% ../nbs/02_layers.ipynb #b64a8da6
+@dataclass(frozen=True)
+class PositionScheme:
+    "How one positional scheme enters the model: what is added to the embedded tokens, and what self-attention is given."
+    embed: Callable[[int, int], nn.Module]  # (d_model, max_len) -> the module that adds positions after the embeddings
+    attention: Callable[[int, int, int], dict] = lambda n_heads, d_k, max_len: {}  # (h, d_k, max_len) -> MultiHeadAttention keywords
+    problem: Callable[[int], str | None] = lambda d_k: None  # (d_k) -> why these sizes cannot be used, or None
+
+POSITIONAL: dict[str, PositionScheme] = {
+    "sinusoidal": PositionScheme(lambda d, n: PositionalEncoding(d, n)),                   # §3.5
+    "learned": PositionScheme(lambda d, n: LearnedPositionalEmbedding(d, n)),              # Table 3, row (E)
+    "rope": PositionScheme(lambda d, n: NoPositionalEncoding(), lambda h, d_k, n: dict(rotary=RotaryEmbedding(d_k, n)),
+                           lambda d_k: f"RoPE rotates pairs of dimensions: d_k must be even, got {d_k}" if d_k % 2 else None),
+    "alibi": PositionScheme(lambda d, n: NoPositionalEncoding(), lambda h, d_k, n: dict(alibi_slopes=alibi_slopes(h))),
+}

@@ -13,18 +13,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
 from .attention import MultiHeadAttention, KVCache, padding_mask
-from .layers import (ACTIVATIONS, PositionwiseFeedForward, Embeddings, PositionalEncoding, LearnedPositionalEmbedding,
-                                 NoPositionalEncoding, RotaryEmbedding, alibi_slopes)
+from .layers import ACTIVATIONS, POSITIONAL, PositionwiseFeedForward, Embeddings
 
 # %% auto #0
-__all__ = ['POSITIONAL', 'CONFIGS', 'Config', 'TransformerConfig', 'get_config', 'position_module', 'self_attention', 'Residual',
+__all__ = ['CONFIGS', 'Config', 'TransformerConfig', 'get_config', 'position_module', 'self_attention', 'Residual',
            'EncoderLayer', 'Encoder', 'DecoderLayer', 'DecoderCache', 'Decoder', 'ModelBase', 'Transformer',
            'count_parameters', 'architecture_figure', 'save_model', 'read_model_header', 'load_model', 'default_device',
            'evaluating', 'torch_threads']
 
 # %% ../nbs/03_model.ipynb #03aa23dd
-POSITIONAL = ("sinusoidal", "learned", "rope", "alibi")   # position schemes: the paper's two, and two later ones
-
 class Config:
     "A dataclass mixin: `to_dict`, and a strict `from_dict` that names any key that is not a field."
     def to_dict(self) -> dict: return asdict(self)
@@ -69,9 +66,9 @@ class TransformerConfig(Config):
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
         if self.positional not in POSITIONAL:
-            raise ValueError(f"positional must be one of {POSITIONAL}, got {self.positional!r}")
-        if self.positional == "rope" and (self.d_k or self.d_model // self.n_heads) % 2:
-            raise ValueError(f"positional='rope' rotates pairs of dimensions: d_k must be even, got {self.d_k or self.d_model // self.n_heads}")
+            raise ValueError(f"positional must be one of {tuple(POSITIONAL)}, got {self.positional!r}")
+        if problem := POSITIONAL[self.positional].problem(self.d_k or self.d_model // self.n_heads):
+            raise ValueError(f"positional={self.positional!r}: {problem}")
 
 # %% ../nbs/03_model.ipynb #ddfa0f37
 CONFIGS = {
@@ -91,17 +88,13 @@ def get_config(
 
 # %% ../nbs/03_model.ipynb #248a730c
 def position_module(c: TransformerConfig) -> nn.Module:
-    "What adds positions to the embedded tokens: the sinusoid, a learned table, or nothing (RoPE and ALiBi act inside attention)."
-    if c.positional == "sinusoidal": return PositionalEncoding(c.d_model, c.max_len)
-    if c.positional == "learned": return LearnedPositionalEmbedding(c.d_model, c.max_len)
-    return NoPositionalEncoding()
+    "What adds positions to the embedded tokens under `c.positional` (the layers chapter's table `POSITIONAL`)."
+    return POSITIONAL[c.positional].embed(c.d_model, c.max_len)
 
 def self_attention(c: TransformerConfig) -> MultiHeadAttention:
-    "A self-attention layer for config `c`: with rotary embeddings ('rope') or ALiBi biases ('alibi') when asked."
+    "A self-attention layer for config `c`, given what its positional scheme needs (RoPE's rotary table, ALiBi's slopes)."
     d_k = c.d_k or c.d_model // c.n_heads
-    return MultiHeadAttention(c.d_model, c.n_heads, c.attn_dropout, c.d_k, c.d_v,
-                              rotary=RotaryEmbedding(d_k, c.max_len) if c.positional == "rope" else None,
-                              alibi_slopes=alibi_slopes(c.n_heads) if c.positional == "alibi" else None)
+    return MultiHeadAttention(c.d_model, c.n_heads, c.attn_dropout, c.d_k, c.d_v, **POSITIONAL[c.positional].attention(c.n_heads, d_k, c.max_len))
 
 # %% ../nbs/03_model.ipynb #b41cf2ee
 class Residual(nn.Module):
