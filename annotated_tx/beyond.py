@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn, Tensor
 from .attention import KVCache, padding_mask, attention, fast_attention, alibi_bias
 from .layers import Embeddings, alibi_slopes
-from .model import TransformerConfig, ModelBase, EncoderLayer, Encoder, position_module, torch_threads
+from .model import TransformerConfig, ModelBase, EncoderLayer, Encoder, position_module, torch_threads, evaluating
 from .batching import Batch, TokenBatchSampler
 from .tokenizer import PAD_ID, BOS_ID, EOS_ID
 
@@ -68,24 +68,22 @@ def generate(
     generator: torch.Generator | None = None,  # for reproducible sampling (on the model's device)
 ) -> list[list[int]]:
     "Continue `prompt` token by token with the key/value cache; each continuation stops at EOS (not included)."
-    was = model.training
-    model.eval()
     c, device = model.config, next(model.parameters()).device
     x = torch.tensor([[c.bos_id, *prompt]] * n, device=device)
     cache = KVCache(len(model.layers), len(prompt) + 1 + max_new)
     banned = torch.tensor([c.pad_id, c.bos_id], device=device)
     out, done = [], torch.zeros(n, dtype=torch.bool, device=device)
-    for _ in range(max_new):
-        logits = model(x, cache)[:, -1].float().index_fill(1, banned, -math.inf)
-        if temperature == 0: nxt = logits.argmax(-1)
-        else:
-            logits = logits / temperature
-            if top_k: logits = logits.masked_fill(logits < logits.topk(top_k).values[:, -1:], -math.inf)
-            nxt = torch.multinomial(logits.softmax(-1), 1, generator=generator)[:, 0]
-        out.append(nxt); done |= nxt == c.eos_id
-        if done.all(): break
-        x = nxt[:, None]
-    model.train(was)
+    with evaluating(model):
+        for _ in range(max_new):
+            logits = model(x, cache)[:, -1].float().index_fill(1, banned, -math.inf)
+            if temperature == 0: nxt = logits.argmax(-1)
+            else:
+                logits = logits / temperature
+                if top_k: logits = logits.masked_fill(logits < logits.topk(top_k).values[:, -1:], -math.inf)
+                nxt = torch.multinomial(logits.softmax(-1), 1, generator=generator)[:, 0]
+            out.append(nxt); done |= nxt == c.eos_id
+            if done.all(): break
+            x = nxt[:, None]
     rows = torch.stack(out, 1).tolist()
     return [r[:r.index(c.eos_id)] if c.eos_id in r else r for r in rows]
 
@@ -167,21 +165,19 @@ class EncoderOnlyMLM(ModelBase):
         return self.logits(self.encoder(self.embed(tokens, self.emb, self.pos), padding_mask(tokens, self.config.pad_id)))
 
 # %% ../nbs/18_beyond.ipynb #842ce1a4
-@torch.no_grad()
 def masked_accuracy(
     model: EncoderOnlyMLM,  # a masked language model
     batches: Sequence[Batch],  # batches from `MLMBatches`
     mask_id: int,  # never predicted
 ) -> float:
     "Share of the predicted positions whose most probable token is the original one."
-    was, hits, n = model.training, 0, 0
-    model.eval()
-    for b in batches:
-        logits = model(b.tgt_in)
-        logits[..., mask_id] = -math.inf
-        chosen = b.tgt_out != PAD_ID
-        hits += int((logits.argmax(-1)[chosen] == b.tgt_out[chosen]).sum()); n += int(chosen.sum())
-    model.train(was)
+    hits = n = 0
+    with evaluating(model):
+        for b in batches:
+            logits = model(b.tgt_in)
+            logits[..., mask_id] = -math.inf
+            chosen = b.tgt_out != PAD_ID
+            hits += int((logits.argmax(-1)[chosen] == b.tgt_out[chosen]).sum()); n += int(chosen.sum())
     return hits / n
 
 # %% ../nbs/18_beyond.ipynb #9153a03c
@@ -211,7 +207,6 @@ class WindowBatches:
 
     def __len__(self) -> int: return self.n_batches
 
-@torch.no_grad()
 def nll_by_position(
     model: nn.Module,  # maps `[B, n]` ids to `[B, n, V]` next-token logits
     stream: Tensor,  # `[N]` token ids
@@ -219,16 +214,14 @@ def nll_by_position(
     batch_size: int = 16,  # windows per forward pass
 ) -> Tensor:
     "Mean next-token NLL at each position 0 … n-1 over the non-overlapping windows of `stream`."
-    was = model.training
-    model.eval()
     m = (stream.numel() - 1) // n
     if m == 0: raise ValueError(f"a stream of {stream.numel()} tokens has no window of {n + 1}")
     x, y = stream[:m * n].view(m, n), stream[1:m * n + 1].view(m, n)
     total = torch.zeros(n)
-    for i in range(0, m, batch_size):
-        logits = model(x[i:i + batch_size]).float()
-        total += F.cross_entropy(logits.flatten(0, 1), y[i:i + batch_size].flatten(), reduction="none").view(-1, n).sum(0)
-    model.train(was)
+    with evaluating(model):
+        for i in range(0, m, batch_size):
+            logits = model(x[i:i + batch_size]).float()
+            total += F.cross_entropy(logits.flatten(0, 1), y[i:i + batch_size].flatten(), reduction="none").view(-1, n).sum(0)
     return total / m
 
 # %% ../nbs/18_beyond.ipynb #c4adbb16

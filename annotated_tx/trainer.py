@@ -18,7 +18,7 @@ import torch.distributed as dist
 from torch import nn, Tensor
 from tqdm import tqdm
 from .data import say
-from .model import Config
+from .model import Config, evaluating
 from .batching import Batch
 from .optimization import batch_loss, make_optimizer, rate, cooldown_scale, set_lr
 
@@ -238,7 +238,6 @@ def seed_everything(seed: int) -> None:
     random.seed(seed); np.random.seed(seed % 2**32); torch.manual_seed(seed)
 
 # %% ../nbs/09_trainer.ipynb #a95847a8
-@torch.no_grad()
 def validation_loss(
     model: nn.Module,  # maps (src, tgt_in) to logits
     batches: Iterable[Batch],  # the validation batches
@@ -249,14 +248,11 @@ def validation_loss(
     "Per-token label-smoothed loss, NLL and perplexity over `batches`, in eval mode (no dropout)."
     model = unwrap(model)
     device = torch.device(device) if device is not None else next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     loss = nll = 0.0; n = 0
-    try:
+    with evaluating(model):
         for b in batches:
             with autocast_for(device, amp): l, nl = batch_loss(model, b.to(device), label_smoothing)
             loss, nll, n = loss + float(l), nll + float(nl), n + b.n_tgt_tokens
-    finally: model.train(was_training)
     if n == 0: raise ValueError("validation_loss got no validation batches")
     return {"val_loss": loss / n, "val_nll": nll / n, "val_ppl": math.exp(min(nll / n, 50)), "val_tokens": n}
 
