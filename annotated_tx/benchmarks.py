@@ -15,7 +15,7 @@ from .layers import sinusoidal_encoding
 from .model import Transformer, TransformerConfig, get_config, count_parameters, torch_threads
 from .batching import Batch, make_batch
 from .optimization import make_optimizer
-from .trainer import TrainConfig, resolve_device, update_step, native_bf16
+from .trainer import TrainConfig, resolve_device, update_step, native_bf16, retain_freed_memory
 from .decoding import greedy_decode, beam_search
 
 # %% auto #0
@@ -111,11 +111,13 @@ def bench_train(
     threads: int | None = None,  # torch threads (None: torch's default)
     seed: int = 0,  # seeds weights and batches
     progress: bool = True,  # print each round
+    retain_memory: bool = True,  # keep freed memory for reuse, as `train` does on the CPU (`retain_freed_memory`)
 ) -> dict:
     "Time training steps of our Transformer and of torch.nn.Transformer in each precision, interleaved; medians over rounds."
     if amp not in ("none", "bf16", "both"): raise ValueError(f"amp must be 'none', 'bf16' or 'both', got {amp!r}")
     amps = ["none", "bf16"] if amp == "both" else [amp]
     dev = resolve_device(device)
+    retained = dev.type == "cpu" and retain_memory and retain_freed_memory()
     c = get_config(config, max_len=max(64, max_len + 2))
     batches = [b.to(dev) for b in synthetic_batches(4, pairs, min_len, max_len, c.src_vocab_size, seed)]
     cfgs = {a: TrainConfig(amp=a, label_smoothing=0.1, warmup=4000) for a in amps}
@@ -154,7 +156,7 @@ def bench_train(
     flops = statistics.mean(train_flops(c, b) for b in batches)
     out = {"config": config, "device": str(dev), "threads": torch.get_num_threads() if threads is None else threads,
            "rounds": rounds, "steps": steps, "tgt_tokens_per_batch": statistics.mean(b.n_tgt_tokens for b in batches),
-           "train_flops_per_step": flops, "parameters": params}
+           "train_flops_per_step": flops, "parameters": params, "memory_retained": retained}
     for a in amps:
         res = out[a] = {"label": PRECISIONS[a][0], "matmul_ceiling_flops": statistics.median(ceil[a]), "matmul_ceiling_best": max(ceil[a]),
                         "ratio": statistics.median(ratio[a]), "ratio_min": min(ratio[a]), "ratio_max": max(ratio[a])}
@@ -163,7 +165,7 @@ def bench_train(
             step_s, best_s = statistics.median(s for s, _ in p), min(s for s, _ in p)
             res[name] = {"step_seconds": step_s, "step_seconds_best": best_s,
                          "tok_per_s": statistics.median(t for _, t in p), "tok_per_s_best": max(t for _, t in p),
-                         "mfu": flops / step_s / res["matmul_ceiling_flops"], "mfu_best": flops / best_s / res["matmul_ceiling_best"]}
+                         "mfu": flops / step_s / res["matmul_ceiling_best"], "mfu_best": flops / best_s / res["matmul_ceiling_best"]}
         res["ratio_best"] = res[names[0]]["tok_per_s_best"] / res[names[1]]["tok_per_s_best"]
     if amp == "both":    # ours in bf16 against ours in float32, within each round
         out["bf16_over_float32"] = statistics.median(b[1] / f[1] for b, f in zip(per["bf16", names[0]], per["none", names[0]]))
@@ -185,15 +187,18 @@ def bench_train_main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
     p.add_argument("--quiet", action="store_true", help="do not print each round")
+    p.add_argument("--release-memory", action="store_true",
+                   help="let the C library return freed memory to the system, its default (train keeps it on the CPU)")
     a = p.parse_args(argv)
-    r = bench_train(a.config, a.rounds, a.steps, a.pairs, a.min_len, a.max_len, a.amp, a.device, a.threads, a.seed, not a.quiet)
+    r = bench_train(a.config, a.rounds, a.steps, a.pairs, a.min_len, a.max_len, a.amp, a.device, a.threads, a.seed, not a.quiet,
+                    retain_memory=not a.release_memory)
     c = get_config(a.config)
     print(f"training step, {a.config} (d_model {c.d_model}, {c.n_enc_layers}+{c.n_dec_layers} layers, {c.n_heads} heads, d_ff {c.d_ff}, "
           f"vocab {c.src_vocab_size}), {a.pairs} pairs of {a.min_len}-{a.max_len} tokens (~{r['tgt_tokens_per_batch']:.0f} target tokens), "
           f"{r['device']}, {r['threads']} threads; medians of {a.rounds} interleaved rounds of {a.steps} steps; the same Adam for both")
     print(f"model FLOPs per step {r['train_flops_per_step'] / 1e9:.1f} G (analytic: 3 x forward matmuls); the matmul ceiling is "
           f"the model's forward GEMM shapes, timed in this run in each precision; this device computes bf16 natively: "
-          f"{'yes' if native_bf16(torch.device(r['device'])) else 'no'}")
+          f"{'yes' if native_bf16(torch.device(r['device'])) else 'no'}; freed memory retained: {'yes' if r['memory_retained'] else 'no'}")
     print(f"{'':36} {'step ms':>16} {'target tok/s':>16} {'MFU':>15}")
     print(f"{'':36} {'median    best':>16} {'median    best':>16} {'median   best':>15}")
     for amp in ("none", "bf16"):
@@ -204,7 +209,7 @@ def bench_train_main(argv: list[str] | None = None) -> int:
             print(f"{k + ', ' + res['label']:36} {x['step_seconds'] * 1e3:7.0f} {x['step_seconds_best'] * 1e3:7.0f}  {x['tok_per_s']:7.0f} "
                   f"{x['tok_per_s_best']:7.0f}   {x['mfu']:6.1%} {x['mfu_best']:6.1%}")
         print(f"{'':2}{res['label']}: matmul ceiling {res['matmul_ceiling_flops'] / 1e9:.0f} GFLOP/s median, "
-              f"{res['matmul_ceiling_best'] / 1e9:.0f} best; ratio annotated_tx / torch.nn.Transformer {res['ratio']:.2f}x "
+              f"{res['matmul_ceiling_best'] / 1e9:.0f} best (MFU is against the best); ratio annotated_tx / torch.nn.Transformer {res['ratio']:.2f}x "
               f"median of rounds (range {res['ratio_min']:.2f}-{res['ratio_max']:.2f}), {res['ratio_best']:.2f}x best vs best")
     if "bf16_over_float32" in r:
         print(f"annotated_tx in bf16 autocast / in float32 (target tok/s): {r['bf16_over_float32']:.2f}x median of rounds")

@@ -6,7 +6,7 @@ Docs: https://annotated-tx.github.io/annotated_tx/trainer.html.md"""
 
 # %% ../nbs/09_trainer.ipynb #e04d3c43
 from __future__ import annotations
-import argparse, json, math, os, random, re, shutil, socket, sys, time, warnings
+import argparse, ctypes, json, math, os, random, re, shutil, socket, sys, time, warnings
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from itertools import islice
@@ -23,10 +23,10 @@ from .batching import Batch
 from .optimization import batch_loss, make_optimizer, rate, cooldown_scale, set_lr
 
 # %% auto #0
-__all__ = ['CKPT_FORMAT', 'TrainConfig', 'dist_env', 'resolve_device', 'native_bf16', 'autocast_for', 'unwrap', 'save_weights',
-           'save_checkpoint', 'load_checkpoint', 'list_checkpoints', 'seed_everything', 'validation_loss', 'evaluate',
-           'lr_scale', 'update_step', 'RunLocked', 'RunLock', 'budget_used', 'progress_bar', 'train',
-           'average_checkpoints', 'average_main']
+__all__ = ['M_TRIM_THRESHOLD', 'M_MMAP_MAX', 'CKPT_FORMAT', 'TrainConfig', 'dist_env', 'resolve_device', 'native_bf16',
+           'autocast_for', 'retain_freed_memory', 'unwrap', 'save_weights', 'save_checkpoint', 'load_checkpoint',
+           'list_checkpoints', 'seed_everything', 'validation_loss', 'evaluate', 'lr_scale', 'update_step', 'RunLocked',
+           'RunLock', 'budget_used', 'progress_bar', 'train', 'average_checkpoints', 'average_main']
 
 # %% ../nbs/09_trainer.ipynb #4bc5aa0c
 @dataclass
@@ -111,6 +111,18 @@ def autocast_for(device: torch.device, amp: str = "auto"):
     if amp == "bf16" or (amp == "auto" and native_bf16(device)):
         return torch.autocast(device.type, dtype=torch.bfloat16)
     return nullcontext()
+
+# %% ../nbs/09_trainer.ipynb #eda6464a
+M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4              # glibc's mallopt parameters (malloc.h)
+
+def retain_freed_memory() -> bool:
+    "Make glibc's malloc keep freed memory for reuse (no per-block mappings, no trimming); True where it took effect."
+    if not sys.platform.startswith("linux"): return False
+    try: libc = ctypes.CDLL("libc.so.6")
+    except OSError: return False                       # not glibc (musl, …): nothing to tune
+    mallopt = getattr(libc, "mallopt", None)
+    if mallopt is None: return False
+    return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, 2**31 - 1))
 
 # %% ../nbs/09_trainer.ipynb #8f096f26
 CKPT_FORMAT = "annotated_tx/checkpoint/1"
@@ -441,6 +453,7 @@ def train(
             if device.type == "cuda": torch.cuda.set_device(device)
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
             opened.callback(dist.destroy_process_group)
+        if device.type == "cpu": retain_freed_memory()      # see 'Memory that the kernel need not clear again'
         model = model.to(device).train()
         d_model = cfg.d_model or getattr(getattr(model, "config", None), "d_model", None)
         if not d_model: raise ValueError("the learning-rate schedule needs d_model: set TrainConfig.d_model")
