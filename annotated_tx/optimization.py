@@ -51,12 +51,13 @@ class SmoothedCrossEntropy(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor, _) -> tuple:
         z, target = ctx.saved_tensors
-        eps, pad, V = ctx.epsilon, ctx.pad_id, z.size(-1)
+        eps, pad = ctx.epsilon, ctx.pad_id
+        u = eps / (z.size(-1) - 2)                                     # q's value on the V-2 other tokens
         g = z.softmax(-1)                                              # p
         if eps:
-            g.sub_(eps / (V - 2))                                      # q = ε/(V-2) on the others,
-            g[:, pad] += eps / (V - 2)                                 # 0 on PAD,
-        g.scatter_add_(1, target.unsqueeze(-1), g.new_full((len(target), 1), -(1 - eps) + (eps / (V - 2) if eps else 0.0)))  # 1-ε on y
+            g.sub_(u)                                                  # q = u on the others,
+            g[:, pad] += u                                             # 0 on PAD,
+        g.scatter_add_(1, target.unsqueeze(-1), g.new_full((len(target), 1), u - (1 - eps)))   # 1-ε on y
         g.mul_((grad * (target != pad)).unsqueeze(-1))                 # padded rows: no gradient
         return g, None, None, None
 

@@ -23,10 +23,10 @@ from .batching import Batch
 from .optimization import batch_loss, make_optimizer, rate, cooldown_scale, set_lr
 
 # %% auto #0
-__all__ = ['M_TRIM_THRESHOLD', 'M_MMAP_MAX', 'CKPT_FORMAT', 'TrainConfig', 'dist_env', 'resolve_device', 'native_bf16',
-           'autocast_for', 'retain_freed_memory', 'unwrap', 'save_weights', 'save_checkpoint', 'load_checkpoint',
-           'list_checkpoints', 'seed_everything', 'validation_loss', 'evaluate', 'lr_scale', 'update_step', 'RunLocked',
-           'RunLock', 'budget_used', 'progress_bar', 'train', 'average_checkpoints', 'average_main']
+__all__ = ['CKPT_FORMAT', 'TrainConfig', 'dist_env', 'resolve_device', 'native_bf16', 'autocast_for', 'retain_freed_memory',
+           'unwrap', 'save_weights', 'save_checkpoint', 'load_checkpoint', 'list_checkpoints', 'seed_everything',
+           'validation_loss', 'evaluate', 'lr_scale', 'update_step', 'RunLocked', 'RunLock', 'budget_used',
+           'progress_bar', 'train', 'average_checkpoints', 'average_main']
 
 # %% ../nbs/09_trainer.ipynb #4bc5aa0c
 @dataclass
@@ -113,7 +113,7 @@ def autocast_for(device: torch.device, amp: str = "auto"):
     return nullcontext()
 
 # %% ../nbs/09_trainer.ipynb #eda6464a
-M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4              # glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4              # glibc's mallopt parameters (malloc.h)
 
 def retain_freed_memory() -> bool:
     "Make glibc's malloc keep freed memory for reuse (no per-block mappings, no trimming); True where it took effect."
@@ -122,7 +122,7 @@ def retain_freed_memory() -> bool:
     except OSError: return False                       # not glibc (musl, …): nothing to tune
     mallopt = getattr(libc, "mallopt", None)
     if mallopt is None: return False
-    return bool(mallopt(M_MMAP_MAX, 0)) and bool(mallopt(M_TRIM_THRESHOLD, 2**31 - 1))
+    return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
 
 # %% ../nbs/09_trainer.ipynb #8f096f26
 CKPT_FORMAT = "annotated_tx/checkpoint/1"
