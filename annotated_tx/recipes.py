@@ -9,19 +9,21 @@ from __future__ import annotations
 import argparse, json, math, os, resource, socket, sys, time
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Callable
 import torch
 from .model import Config, Transformer, TransformerConfig, get_config, count_parameters, load_model
 from .data import CORPORA, get_corpus, say
 from .tokenizer import Tokenizer, filter_pairs
 from .batching import Batches
-from .trainer import TrainConfig, train, list_checkpoints, average_checkpoints, dist_env
+from .trainer import TrainConfig, train, list_checkpoints, average_checkpoints, dist_env, describe_host
 from .decoding import translate
-from .evaluation import evaluate
+from .evaluation import evaluate, corpus_bleu
 
 # %% auto #0
-__all__ = ['PRESETS', 'COPY_SETTINGS', 'Recipe', 'get_recipe', 'micro_batch', 'peak_memory_mb', 'load_corpus', 'check_data',
-           'check_output_dir', 'shared_vocabulary', 'score_split', 'run_recipe', 'train_parser', 'recipe_from_args',
-           'copy_args', 'train_main', 'evaluate_parser', 'evaluate_recipe', 'evaluate_main']
+__all__ = ['EXPECT_KEYS', 'PRESETS', 'PLATEAU_HELP', 'COPY_SETTINGS', 'Recipe', 'get_recipe', 'micro_batch', 'peak_memory_mb',
+           'load_corpus', 'check_data', 'check_output_dir', 'shared_vocabulary', 'score_split', 'validation_probe',
+           'expectation_problems', 'run_recipe', 'train_parser', 'recipe_from_args', 'copy_args', 'train_main',
+           'evaluate_parser', 'evaluate_recipe', 'evaluate_main']
 
 # %% ../nbs/13_recipes.ipynb #43cbc182
 def _need(
@@ -33,6 +35,12 @@ def _need(
     "Refuse a setting that is not a number or that `ok` rejects, naming the setting and its value."
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not ok(value):
         raise ValueError(f"{key} must be {must}, got {value!r}")
+
+EXPECT_KEYS = {  # what `Recipe.expect` may hold
+    "val_ppl": "[update, perplexity]: the validation perplexity is below this by this update",
+    "updates": "the fewest updates for which the BLEU below is expected",
+    "bleu": "sacreBLEU on the test split, averaged weights and the recipe's beam, after at least `updates` updates",
+}
 
 @dataclass
 class Recipe(Config):
@@ -56,6 +64,8 @@ class Recipe(Config):
     test_split: str | None = None  # for the final report only (default: the corpus's)
     train_pairs: int = 0  # use only the first N training pairs (0: all; for quick tests)
     eval_sentences: int = 0  # score only the first N sentences of val and test (0: all; for quick tests)
+    probe_sentences: int = 200  # at every validation, greedy BLEU on this many val sentences and one translation shown (0: off)
+    expect: dict = field(default_factory=dict)  # what a sound run reaches, to flag one that does not: see `EXPECT_KEYS`
 
     def __post_init__(self):
         c = get_corpus(self.corpus)                                   # an unknown corpus is named, with the choices
@@ -66,7 +76,8 @@ class Recipe(Config):
         positive, natural = (lambda v: v > 0, "positive"), (lambda v: v >= 0, ">= 0")
         for key, (ok, must) in (("vocab_size", positive), ("max_tokens", positive), ("tokens_per_update", natural),
                                 ("average_last", natural), ("beam", (lambda v: v >= 1, ">= 1")), ("alpha", natural),
-                                ("max_len_a", natural), ("max_len_b", natural), ("train_pairs", natural), ("eval_sentences", natural)):
+                                ("max_len_a", natural), ("max_len_b", natural), ("train_pairs", natural), ("eval_sentences", natural),
+                                ("probe_sentences", natural)):
             _need(key, getattr(self, key), ok, must)
         for prefix, given, cls in (("train", self.train, TrainConfig), ("model_overrides", self.model_overrides, TransformerConfig)):
             for f in fields(cls):                                     # numbers where the configuration has numbers
@@ -75,6 +86,14 @@ class Recipe(Config):
         except ValueError as e: raise ValueError(str(e).replace("TrainConfig.", "train.")) from None   # as --set spells it
         if not (t.max_updates or t.max_epochs or t.max_minutes):
             raise ValueError("train.max_updates, train.max_epochs and train.max_minutes are all 0: a run needs at least one limit")
+        unknown = set(self.expect) - set(EXPECT_KEYS)
+        if unknown: raise ValueError(f"unknown expect keys {sorted(unknown)}; known: {', '.join(f'{k} ({v})' for k, v in EXPECT_KEYS.items())}")
+        if "val_ppl" in self.expect:
+            v = self.expect["val_ppl"]
+            if not (isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in v)):
+                raise ValueError(f"expect.val_ppl must be [update, perplexity], two positive numbers, got {v!r}")
+        for key in ("bleu", "updates"):
+            if key in self.expect: _need(f"expect.{key}", self.expect[key], lambda v: v > 0, "positive")
         self.model_config(self.vocab_size)
 
     def model_config(self, vocab_size: int) -> TransformerConfig:
@@ -213,6 +232,51 @@ def score_split(
     scores = evaluate(hyps, [t for _, t in pairs], recipe.tgt_lang)
     return {k: dict(score=round(v.score, 2), signature=v.signature) for k, v in scores.items()}, hyps
 
+def validation_probe(
+    recipe: Recipe,  # its probe_sentences, expect, output length and target language
+    tokenizer: Tokenizer,  # the run's vocabulary
+    pairs: list[tuple[str, str]],  # the validation pairs (the first `recipe.probe_sentences` are translated)
+) -> Callable[[Transformer, dict], dict]:
+    "The trainer's probe for a recipe: greedy BLEU on a few hundred val sentences, the first one's translation, and a warning on a plateau."
+    pairs, warned = pairs[:recipe.probe_sentences], []
+    def probe(model: Transformer, rec: dict) -> dict:
+        hyps = translate(model, tokenizer, [s for s, _ in pairs], beam=1, max_len_a=recipe.max_len_a, max_len_b=recipe.max_len_b)
+        out = {"greedy_bleu": round(corpus_bleu(hyps, [t for _, t in pairs]).score, 2), "sample": f"{pairs[0][0]} -> {hyps[0]}"}
+        if "val_ppl" in recipe.expect and not warned:
+            update, ppl = recipe.expect["val_ppl"]
+            if rec["step"] >= update and rec["val_ppl"] > ppl:
+                warned.append(rec["step"])
+                out["warning"] = (f"perplexity {rec['val_ppl']:.1f} at update {rec['step']:,}; this recipe is below {ppl:g} by update "
+                                  f"{update:,}. The model has not learned to use its source yet ({PLATEAU_HELP})")
+        return out
+    return probe
+
+PLATEAU_HELP = "see 'When a run goes wrong' in the Multi30k chapter"
+
+def expectation_problems(
+    recipe: Recipe,  # its `expect`
+    results: dict,  # what `run_recipe` returns
+    val_log: list[dict],  # the run's validation records
+) -> list[str]:
+    "What a finished run missed of `recipe.expect`, one sentence each, with what to check."
+    e, problems = recipe.expect, []
+    key = "averaged" if f"averaged/{recipe.test_split}" in results else "final"
+    if "val_ppl" in e:
+        update, ppl = e["val_ppl"]
+        at = [r for r in val_log if r["step"] >= update][:1]
+        if at and at[0]["val_ppl"] > ppl:
+            problems.append(f"validation perplexity {at[0]['val_ppl']:.1f} at update {at[0]['step']:,}, where this recipe is below {ppl:g}: "
+                            f"the model did not learn to use its source in time ({PLATEAU_HELP})")
+    if "updates" in e and results["updates"] < e["updates"]:
+        problems.append(f"{results['updates']:,} updates, fewer than the {e['updates']:,} this recipe's score needs: this machine trained "
+                        f"at {results['tok_per_s']:,} target tokens/s (host.json says on what); give it more minutes (--minutes) "
+                        f"or the machine to itself")
+    if "bleu" in e and results[f"{key}/{recipe.test_split}"]["bleu"]["score"] < e["bleu"] and results["updates"] >= e.get("updates", 0):
+        problems.append(f"BLEU {results[f'{key}/{recipe.test_split}']['bleu']['score']} on {recipe.test_split}, below the {e['bleu']:g} "
+                        f"this recipe reaches: read the translations ({recipe.test_split}.{key}.{recipe.tgt_lang}) and the log's "
+                        f"validation lines ({PLATEAU_HELP})")
+    return problems
+
 def run_recipe(
     recipe: Recipe,  # what to run
     out_dir: str | Path,  # where everything goes (created; a finished run is resumed and only re-scored)
@@ -253,7 +317,8 @@ def run_recipe(
         history = json.loads(done_marker.read_text())
         say(f"{out} holds a finished run ({history['step']} updates): scoring it again")
     else:
-        history = train(model, batches, cfg, out, val_batches)
+        probe = validation_probe(recipe, tokenizer, val_pairs) if recipe.probe_sentences else None
+        history = train(model, batches, cfg, out, val_batches, probe=probe)
         if rank != 0: return {}
         done_marker.write_text(json.dumps({k: history[k] for k in ("step", "epoch", "stopped")}))
     if rank != 0: return {}
@@ -281,6 +346,8 @@ def run_recipe(
                  f"chrF {scores['chrf']['score']}  ({scores['bleu']['signature']})")
         if recipe.compare_greedy and recipe.beam > 1:   # greedy too, to show what beam search adds
             results[f"{name}/{recipe.test_split}/greedy"], _ = score_split(m, tokenizer, test_pairs, recipe, 1, progress)
+    if (out / "host.json").is_file(): results["host"] = json.loads((out / "host.json").read_text())
+    results["problems"] = expectation_problems(recipe, results, [r for r in log if "val_loss" in r])
     results["peak_memory_mb"] = round(peak_memory_mb())
     results["wall_seconds"] = round(time.time() - t_start, 1)
     (out / "results.json").write_text(json.dumps(results, indent=1))
@@ -381,6 +448,10 @@ def train_main(argv: list[str] | None = None) -> int:
         print(f"  {s['bleu']['signature']}\n  {s['chrf']['signature']}")
         print(f"  {results['updates']} updates in {results['train_seconds'] / 60:.1f} min, {results['tok_per_s']} target tok/s, "
               f"peak memory {results['peak_memory_mb']} MB; everything in {out}")
+        if results.get("host"): print(f"  trained on {'; then '.join(describe_host(h) for h in results['host'])}")
+        if results["problems"]:
+            print("WARNING: this run is below what its recipe reaches, so the score above is not the recipe's:")
+            for problem in results["problems"]: print(f"  - {problem}")
     return 0
 
 def evaluate_parser() -> argparse.ArgumentParser:

@@ -23,10 +23,10 @@ from .batching import Batch
 from .optimization import batch_loss, make_optimizer, rate, cooldown_scale, set_lr
 
 # %% auto #0
-__all__ = ['CKPT_FORMAT', 'TrainConfig', 'dist_env', 'resolve_device', 'native_bf16', 'autocast_for', 'retain_freed_memory',
-           'unwrap', 'save_weights', 'save_checkpoint', 'load_checkpoint', 'list_checkpoints', 'seed_everything',
-           'validation_loss', 'evaluate', 'lr_scale', 'update_step', 'RunLocked', 'RunLock', 'budget_used',
-           'progress_bar', 'train', 'average_checkpoints', 'average_main']
+__all__ = ['CKPT_FORMAT', 'TrainConfig', 'dist_env', 'resolve_device', 'native_bf16', 'uses_bf16', 'autocast_for', 'host_info',
+           'describe_host', 'retain_freed_memory', 'unwrap', 'save_weights', 'save_checkpoint', 'load_checkpoint',
+           'list_checkpoints', 'seed_everything', 'validation_loss', 'evaluate', 'lr_scale', 'update_step', 'RunLocked',
+           'RunLock', 'budget_used', 'progress_bar', 'validation_line', 'train', 'average_checkpoints', 'average_main']
 
 # %% ../nbs/09_trainer.ipynb #4bc5aa0c
 @dataclass
@@ -106,11 +106,41 @@ def native_bf16(device: torch.device) -> bool:
     try: return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
     except AttributeError: return False                   # a torch without these probes: assume not
 
+def uses_bf16(device: torch.device, amp: str = "auto") -> bool:
+    "Whether `amp` means bf16 autocast on `device`: 'bf16' always, 'auto' where the device computes bf16 natively."
+    return amp == "bf16" or (amp == "auto" and native_bf16(device))
+
 def autocast_for(device: torch.device, amp: str = "auto"):
-    "bf16 autocast when asked ('bf16'), or with 'auto' where the device computes bf16 natively; a no-op context otherwise."
-    if amp == "bf16" or (amp == "auto" and native_bf16(device)):
-        return torch.autocast(device.type, dtype=torch.bfloat16)
-    return nullcontext()
+    "bf16 autocast where `uses_bf16`; a no-op context otherwise."
+    return torch.autocast(device.type, dtype=torch.bfloat16) if uses_bf16(device, amp) else nullcontext()
+
+def _cpu_name() -> str:
+    "The CPU's model name as the operating system reports it."
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"): return line.split(":", 1)[1].strip()
+    except OSError: pass
+    import platform
+    return platform.processor() or platform.machine()
+
+def host_info(
+    device: torch.device,  # the device that trains
+    amp: str = "auto",  # the run's `TrainConfig.amp`
+) -> dict:
+    "What a run's speed and arithmetic depend on: the CPU (and GPU), the instructions that decided `amp`, threads, precision."
+    info = {"cpu": _cpu_name(), "threads": torch.get_num_threads(), "device": str(device)}
+    if device.type == "cuda": info["gpu"] = torch.cuda.get_device_name(device)
+    else:
+        try: bf16 = [n for n, ok in (("AVX512-BF16", torch.cpu._is_avx512_bf16_supported()), ("AMX", torch.cpu._is_amx_tile_supported())) if ok]
+        except AttributeError: bf16 = []
+        info["instructions"] = f"{torch.backends.cpu.get_cpu_capability()}, " + (" and ".join(bf16) if bf16 else "no bf16 instructions")
+    info["precision"] = "bf16 autocast" if uses_bf16(device, amp) else "float32"
+    return {**info, "amp": amp, "torch": torch.__version__}
+
+def describe_host(info: dict) -> str:
+    "One line for a `host_info` record: 'AMD EPYC (AVX2, no bf16 instructions), 2 threads: float32'."
+    where = f"{info['gpu']} (CUDA)" if "gpu" in info else f"{info['cpu']} ({info['instructions']})"
+    return f"{where}, {info['threads']} thread{'s' * (info['threads'] != 1)}: {info['precision']}"
 
 # %% ../nbs/09_trainer.ipynb #eda6464a
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4              # glibc's mallopt parameters (malloc.h)
@@ -432,6 +462,15 @@ def _show_progress(bar: tqdm, cfg: TrainConfig, rec: dict, epochs: float | None,
     bar.update(share - bar.n if share is not None else 0)
 
 # %% ../nbs/09_trainer.ipynb #0ca4741b
+def validation_line(
+    rec: dict,  # a validation record of the log
+) -> str:
+    "What a validation tells the user: the perplexity, the numbers a probe added, and its text on lines of their own."
+    nums = [f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in rec.items()
+            if k not in ("step", "epoch", "val_loss", "val_nll", "val_ppl", "val_tokens") and not isinstance(v, str)]
+    text = [f"  {k}: {v}" for k, v in rec.items() if isinstance(v, str)]
+    return "\n".join([f"validation at update {rec['step']:,}: perplexity {rec['val_ppl']:.2f}" + "".join(f", {n}" for n in nums)] + text)
+
 def train(
     model: nn.Module,  # maps (src, tgt_in) to logits; has `.config.d_model` or set `cfg.d_model`
     data: Callable[[int], Iterable[Batch]] | Iterable[Batch],  # epoch -> its batches (deterministic), or a re-iterable
@@ -439,6 +478,7 @@ def train(
     out_dir: str | Path,  # log, checkpoints and final model go here
     val_data: Iterable[Batch] | None = None,  # validation batches (a list, or re-iterable)
     resume: bool | str | Path = True,  # continue from the latest checkpoint in out_dir (or from this checkpoint)
+    probe: Callable[[nn.Module, dict], dict] | None = None,  # (model in eval mode, validation record) -> more fields for it, e.g. BLEU of a few translations
 ) -> dict:
     "Train `model`; return the history: per-update records, validation records, checkpoints and why it stopped."
     if not (cfg.max_updates or cfg.max_epochs or cfg.max_minutes):
@@ -479,6 +519,9 @@ def train(
             kept = [r for r in old if r["step"] <= step]       # lines after the checkpoint are redone
             for r in kept: history["val" if "val_loss" in r else "train"].append(r)
             log_path.write_text("".join(json.dumps(r) + "\n" for r in kept))
+            hosts = _read_json(out_dir / "host.json") if start is not None and (out_dir / "host.json").is_file() else []
+            hosts = [h for h in hosts if h["from_update"] < step] + [{"from_update": step, **host_info(device, cfg.amp)}]
+            (out_dir / "host.json").write_text(json.dumps(hosts, indent=1))   # one record per training session
         log = opened.enter_context(open(log_path, "a")) if rank == 0 else None
 
         ddp = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None) if world > 1 else model
@@ -490,7 +533,11 @@ def train(
 
         def validate():
             if rank == 0 and val_data is not None:
-                write({"step": step, "epoch": epoch, **validation_loss(model, val_data, cfg.label_smoothing, device, cfg.amp)})
+                rec = {"step": step, "epoch": epoch, **validation_loss(model, val_data, cfg.label_smoothing, device, cfg.amp)}
+                if probe is not None:
+                    with evaluating(model): rec.update(probe(model, rec))
+                write(rec)
+                tqdm.write(validation_line(rec), file=sys.stderr)
 
         def checkpoint():
             rng = _gather_rng(device, world)                  # collective: every process takes part
