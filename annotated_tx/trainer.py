@@ -25,7 +25,7 @@ from .optimization import batch_loss, make_optimizer, rate, cooldown_scale, set_
 # %% auto #0
 __all__ = ['CKPT_FORMAT', 'TrainConfig', 'dist_env', 'resolve_device', 'native_bf16', 'uses_bf16', 'autocast_for', 'host_info',
            'describe_host', 'retain_freed_memory', 'unwrap', 'save_weights', 'save_checkpoint', 'load_checkpoint',
-           'list_checkpoints', 'seed_everything', 'validation_loss', 'evaluate', 'lr_scale', 'update_step', 'RunLocked',
+           'list_checkpoints', 'seed_everything', 'validation_loss', 'lr_scale', 'update_step', 'evaluate', 'RunLocked',
            'RunLock', 'budget_used', 'progress_bar', 'validation_line', 'train', 'average_checkpoints', 'average_main']
 
 # %% ../nbs/09_trainer.ipynb #4bc5aa0c
@@ -298,11 +298,6 @@ def validation_loss(
     if n == 0: raise ValueError("validation_loss got no validation batches")
     return {"val_loss": loss / n, "val_nll": nll / n, "val_ppl": math.exp(min(nll / n, 50)), "val_tokens": n}
 
-def evaluate(*args, **kwargs) -> dict:
-    "Deprecated name of `validation_loss`, kept for one release (BLEU is `annotated_tx.evaluation.evaluate`)."
-    warnings.warn("annotated_tx.trainer.evaluate is now validation_loss; the old name will be removed in the next release",
-                  DeprecationWarning, stacklevel=2)
-    return validation_loss(*args, **kwargs)
 
 # %% ../nbs/09_trainer.ipynb #ac0bea3e
 def lr_scale(
@@ -353,6 +348,14 @@ def update_step(
     if world > 1: dist.all_reduce(sums)
     loss_sum, nll_sum = sums.tolist()
     return {"loss": loss_sum / n_tokens, "nll": nll_sum / n_tokens, "lr": lr, "tokens": n_tokens, **rec}
+
+
+# %% ../nbs/09_trainer.ipynb #d3f1a001
+def evaluate(*args, **kwargs) -> dict:
+    "Deprecated name of `validation_loss`, kept for one release (BLEU is `annotated_tx.evaluation.evaluate`)."
+    warnings.warn("annotated_tx.trainer.evaluate is now validation_loss; the old name will be removed in the next release",
+                  DeprecationWarning, stacklevel=2)
+    return validation_loss(*args, **kwargs)
 
 def _update(fwd, ddp, optimizer, group, step, d_model, cfg, rank, world, device, scale=1.0) -> dict:
     "Deprecated: the former private, positional form of `update_step`, kept for one release."
