@@ -15,12 +15,24 @@ from .layers import sinusoidal_encoding
 from .model import Transformer, TransformerConfig, get_config, count_parameters, torch_threads
 from .batching import Batch, make_batch
 from .optimization import make_optimizer
-from .trainer import TrainConfig, resolve_device, update_step, native_bf16, retain_freed_memory
+from .trainer import TrainConfig, resolve_device, update_step, native_bf16, retain_freed_memory, host_info, describe_host
 from .decoding import greedy_decode, beam_search
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'TorchTransformerMT', 'synthetic_batches', 'matmul_shapes', 'train_flops', 'matmul_ceiling',
-           'bench_train', 'bench_train_main', 'marian_model', 'bench_sources', 'bench_decode', 'bench_decode_main']
+__all__ = ['PRECISIONS', 'timing_host', 'TorchTransformerMT', 'synthetic_batches', 'matmul_shapes', 'train_flops',
+           'matmul_ceiling', 'bench_train', 'bench_train_main', 'marian_model', 'bench_sources', 'bench_decode',
+           'bench_decode_main']
+
+# %% ../nbs/19_speed.ipynb #8579f3c8
+def timing_host(
+    device: torch.device | str = "cpu",  # the device that ran the measurement
+    threads: int | None = None,  # the CPU threads it used (None: torch's current setting)
+    amp: str | None = "none",  # the precision, as `TrainConfig.amp` ('none': float32); None: left to the table's rows
+) -> str:
+    "The host line of a timing table: the trainer's `describe_host`, with the measurement's own threads."
+    info = host_info(torch.device(device), amp or "none")
+    line = describe_host(info if threads is None else {**info, "threads": threads})
+    return line if amp else line.rsplit(": ", 1)[0]
 
 # %% ../nbs/19_speed.ipynb #f6eaebc1
 class TorchTransformerMT(nn.Module):
@@ -106,7 +118,7 @@ def bench_train(
     pairs: int = 40,  # pairs per batch
     min_len: int = 15,  # shortest sentence
     max_len: int = 35,  # longest sentence
-    amp: str = "both",  # 'none' (float32), 'bf16' (autocast) or 'both', interleaved in one run
+    amp: str = "auto",  # 'none' (float32), 'bf16' (autocast), 'both' (interleaved in one run), or 'auto': both where bf16 is native, else float32
     device: str = "cpu",  # 'cpu', 'cuda' or 'auto'
     threads: int | None = None,  # torch threads (None: torch's default)
     seed: int = 0,  # seeds weights and batches
@@ -114,9 +126,13 @@ def bench_train(
     retain_memory: bool = True,  # keep freed memory for reuse, as `train` does on the CPU (`retain_freed_memory`)
 ) -> dict:
     "Time training steps of our Transformer and of torch.nn.Transformer in each precision, interleaved; medians over rounds."
-    if amp not in ("none", "bf16", "both"): raise ValueError(f"amp must be 'none', 'bf16' or 'both', got {amp!r}")
-    amps = ["none", "bf16"] if amp == "both" else [amp]
+    if amp not in ("none", "bf16", "both", "auto"): raise ValueError(f"amp must be 'none', 'bf16', 'both' or 'auto', got {amp!r}")
     dev = resolve_device(device)
+    native = native_bf16(dev)
+    amps = ["none", "bf16"] if amp == "both" or (amp == "auto" and native) else ["none"] if amp == "auto" else [amp]
+    skipped = None if amp != "auto" or native else (
+        f"bf16 autocast skipped: this device ({dev.type}) does not compute bf16 natively, so its bf16 products would run in a "
+        f"slow emulation; --amp bf16 or --amp both times it anyway")
     retained = dev.type == "cpu" and retain_memory and retain_freed_memory()
     c = get_config(config, max_len=max(64, max_len + 2))
     batches = [b.to(dev) for b in synthetic_batches(4, pairs, min_len, max_len, c.src_vocab_size, seed)]
@@ -156,7 +172,7 @@ def bench_train(
     flops = statistics.mean(train_flops(c, b) for b in batches)
     out = {"config": config, "device": str(dev), "threads": torch.get_num_threads() if threads is None else threads,
            "rounds": rounds, "steps": steps, "tgt_tokens_per_batch": statistics.mean(b.n_tgt_tokens for b in batches),
-           "train_flops_per_step": flops, "parameters": params, "memory_retained": retained}
+           "train_flops_per_step": flops, "parameters": params, "memory_retained": retained, "native_bf16": native, "skipped": skipped}
     for a in amps:
         res = out[a] = {"label": PRECISIONS[a][0], "matmul_ceiling_flops": statistics.median(ceil[a]), "matmul_ceiling_best": max(ceil[a]),
                         "ratio": statistics.median(ratio[a]), "ratio_min": min(ratio[a]), "ratio_max": max(ratio[a])}
@@ -165,14 +181,14 @@ def bench_train(
             step_s, best_s = statistics.median(s for s, _ in p), min(s for s, _ in p)
             res[name] = {"step_seconds": step_s, "step_seconds_best": best_s,
                          "tok_per_s": statistics.median(t for _, t in p), "tok_per_s_best": max(t for _, t in p),
-                         "mfu": flops / step_s / res["matmul_ceiling_best"], "mfu_best": flops / best_s / res["matmul_ceiling_best"]}
+                         "of_ceiling": flops / step_s / res["matmul_ceiling_best"], "of_ceiling_best": flops / best_s / res["matmul_ceiling_best"]}
         res["ratio_best"] = res[names[0]]["tok_per_s_best"] / res[names[1]]["tok_per_s_best"]
-    if amp == "both":    # ours in bf16 against ours in float32, within each round
+    if len(amps) == 2:    # ours in bf16 against ours in float32, within each round
         out["bf16_over_float32"] = statistics.median(b[1] / f[1] for b, f in zip(per["bf16", names[0]], per["none", names[0]]))
     return out
 
 def bench_train_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx bench train`: training throughput of our Transformer vs torch.nn.Transformer, float32 and bf16, with MFU."
+    "`annotated-tx bench train`: training throughput of our Transformer vs torch.nn.Transformer, and each one's share of the matmul ceiling."
     p = argparse.ArgumentParser(prog="annotated-tx bench train", description=bench_train_main.__doc__)
     p.add_argument("--config", default="small", help="model configuration (default: small)")
     p.add_argument("--rounds", type=int, default=10, help="interleaved rounds (default: 10)")
@@ -180,8 +196,9 @@ def bench_train_main(argv: list[str] | None = None) -> int:
     p.add_argument("--pairs", type=int, default=40, help="sentence pairs per batch (default: 40)")
     p.add_argument("--min-len", type=int, default=15, help="shortest sentence in tokens (default: 15)")
     p.add_argument("--max-len", type=int, default=35, help="longest sentence in tokens (default: 35)")
-    p.add_argument("--amp", default="both", choices=["none", "bf16", "both"],
-                   help="float32 (none), bf16 autocast (bf16), or both interleaved in one run (default: both)")
+    p.add_argument("--amp", default="auto", choices=["auto", "none", "bf16", "both"],
+                   help="auto: float32, and bf16 autocast too where the device computes bf16 natively (default); none: float32; "
+                        "bf16: bf16 autocast; both: the two interleaved in one run")
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's default)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
@@ -198,8 +215,9 @@ def bench_train_main(argv: list[str] | None = None) -> int:
           f"{r['device']}, {r['threads']} threads; medians of {a.rounds} interleaved rounds of {a.steps} steps; the same Adam for both")
     print(f"model FLOPs per step {r['train_flops_per_step'] / 1e9:.1f} G (analytic: 3 x forward matmuls); the matmul ceiling is "
           f"the model's forward GEMM shapes, timed in this run in each precision; this device computes bf16 natively: "
-          f"{'yes' if native_bf16(torch.device(r['device'])) else 'no'}; freed memory retained: {'yes' if r['memory_retained'] else 'no'}")
-    print(f"{'':36} {'step ms':>16} {'target tok/s':>16} {'MFU':>15}")
+          f"{'yes' if r['native_bf16'] else 'no'}; freed memory retained: {'yes' if r['memory_retained'] else 'no'}")
+    if r["skipped"]: print(r["skipped"])
+    print(f"{'':36} {'step ms':>16} {'target tok/s':>16} {'% of ceiling':>15}")
     print(f"{'':36} {'median    best':>16} {'median    best':>16} {'median   best':>15}")
     for amp in ("none", "bf16"):
         if amp not in r: continue
@@ -207,9 +225,9 @@ def bench_train_main(argv: list[str] | None = None) -> int:
         for k in ("annotated_tx", "torch.nn.Transformer"):
             x = res[k]
             print(f"{k + ', ' + res['label']:36} {x['step_seconds'] * 1e3:7.0f} {x['step_seconds_best'] * 1e3:7.0f}  {x['tok_per_s']:7.0f} "
-                  f"{x['tok_per_s_best']:7.0f}   {x['mfu']:6.1%} {x['mfu_best']:6.1%}")
+                  f"{x['tok_per_s_best']:7.0f}   {x['of_ceiling']:6.1%} {x['of_ceiling_best']:6.1%}")
         print(f"{'':2}{res['label']}: matmul ceiling {res['matmul_ceiling_flops'] / 1e9:.0f} GFLOP/s median, "
-              f"{res['matmul_ceiling_best'] / 1e9:.0f} best (MFU is against the best); ratio annotated_tx / torch.nn.Transformer {res['ratio']:.2f}x "
+              f"{res['matmul_ceiling_best'] / 1e9:.0f} best (% of ceiling is against the best); ratio annotated_tx / torch.nn.Transformer {res['ratio']:.2f}x "
               f"median of rounds (range {res['ratio_min']:.2f}-{res['ratio_max']:.2f}), {res['ratio_best']:.2f}x best vs best")
     if "bf16_over_float32" in r:
         print(f"annotated_tx in bf16 autocast / in float32 (target tok/s): {r['bf16_over_float32']:.2f}x median of rounds")
@@ -319,8 +337,8 @@ def bench_decode(
             tps[name].append(n_sentences * T / (time.perf_counter() - t0))
     med = {name: statistics.median(v) for name, v in tps.items()}
     print(f"config {config} (d_model={cfg.d_model}, {cfg.n_enc_layers}+{cfg.n_dec_layers} layers, vocab {cfg.tgt_vocab_size}), "
-          f"{n_sentences} sentences of {src_len[0]}-{src_len[1]} tokens, {T} new tokens each, device {device}, "
-          f"{torch.get_num_threads()} threads; median of {rounds} interleaved rounds")
+          f"{n_sentences} sentences of {src_len[0]}-{src_len[1]} tokens, {T} new tokens each, "
+          f"{timing_host(device)}; median of {rounds} interleaved rounds")
     anchors = [a for a in ("CTranslate2 float32", "Marian") if any(n.startswith(a) for n in names)]
     print(f"{'contender':28} {'tok/s':>8} {'min':>8} {'max':>8}   " + "".join(f"{'vs ' + a:>22}" for a in anchors))
     for name in names:

@@ -51,8 +51,6 @@ def say(
     "Tell the user something on stderr, at once; stdout stays for results."
     print(msg, file=sys.stderr, flush=True)
 
-_say = say  # the former private name, kept importable for one release
-
 def read_parallel(
     src_path: str | Path,  # source-language file (plain or .gz), one sentence per line
     tgt_path: str | Path,  # target-language file; line i translates line i of src_path
@@ -75,6 +73,9 @@ def read_parallel(
             skip = set(empty)
             pairs = [p for i, p in enumerate(pairs, 1) if i not in skip]
     return pairs
+
+# %% ../nbs/05_data.ipynb #01a4819f
+_say = say  # the former private name, kept importable for one release
 
 # %% ../nbs/05_data.ipynb #fbae78a0
 DATA_ENV = "ANNOTATED_TX_DATA"  # environment variable: the directory that contains multi30k/ (and wmt14/)
