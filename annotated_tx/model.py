@@ -16,7 +16,7 @@ from .attention import MultiHeadAttention, KVCache, padding_mask
 from .layers import ACTIVATIONS, POSITIONAL, PositionwiseFeedForward, Embeddings
 
 # %% auto #0
-__all__ = ['CONFIGS', 'Config', 'TransformerConfig', 'get_config', 'position_module', 'self_attention', 'Residual',
+__all__ = ['EMB_INITS', 'CONFIGS', 'Config', 'TransformerConfig', 'get_config', 'position_module', 'self_attention', 'Residual',
            'EncoderLayer', 'Encoder', 'DecoderLayer', 'DecoderCache', 'Decoder', 'ModelBase', 'Transformer',
            'count_parameters', 'architecture_figure', 'save_model', 'read_model_header', 'load_model', 'default_device',
            'evaluating', 'torch_threads']
@@ -32,6 +32,8 @@ class Config:
         unknown = set(d) - {f.name for f in fields(cls)}
         if unknown: raise ValueError(f"unknown {cls.__name__} fields: {sorted(unknown)}; known: {sorted(f.name for f in fields(cls))}")
         return cls(**d)
+
+EMB_INITS = ("normal", "xavier")   # how `ModelBase.init_weights` draws the token embeddings
 
 @dataclass
 class TransformerConfig(Config):
@@ -55,6 +57,7 @@ class TransformerConfig(Config):
     share_embeddings: bool = True  # one embedding matrix for source and target (needs a shared vocabulary)
     tie_output: bool = True  # reuse the target embedding as the pre-softmax projection (§3.4)
     logits_bias: bool = False  # a learned bias added to the logits (Marian's final_logits_bias; not in the paper)
+    emb_init: str = "normal"  # token embeddings: 'normal', N(0, 1/d_model) as in tensor2tensor and fairseq; 'xavier', Xavier-uniform as every other matrix
     pad_id: int = 0  # padding token id
     bos_id: int = 2  # the decoder's start token, first of every decoder input (Marian models start from their pad id)
     eos_id: int = 3  # end-of-sentence id
@@ -65,6 +68,8 @@ class TransformerConfig(Config):
                              f"and tgt_vocab_size={self.tgt_vocab_size}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
+        if self.emb_init not in EMB_INITS:
+            raise ValueError(f"emb_init must be one of {tuple(EMB_INITS)}, got {self.emb_init!r}")
         if self.positional not in POSITIONAL:
             raise ValueError(f"positional must be one of {tuple(POSITIONAL)}, got {self.positional!r}")
         if problem := POSITIONAL[self.positional].problem(self.d_k or self.d_model // self.n_heads):
@@ -201,9 +206,12 @@ class ModelBase(nn.Module):
         return F.linear(h, w, getattr(self, "logits_bias", None))      # a model without the option has no bias
 
     def init_weights(self):
-        "Xavier-uniform for every matrix; biases and LayerNorm as PyTorch initialises them."
+        "Xavier-uniform for every matrix, token embeddings from N(0, 1/d_model) unless `emb_init='xavier'`; biases and LayerNorm as PyTorch's."
         for p in self.parameters():
             if p.dim() > 1: nn.init.xavier_uniform_(p)
+        if self.config.emb_init == "normal":                  # so that ×√d_model gives embedded tokens of unit size
+            for e in {id(m): m for m in self.modules() if isinstance(m, Embeddings)}.values():
+                nn.init.normal_(e.lut.weight, std=e.d_model ** -0.5)
 
     def keep_attention(self, on: bool = True):
         "Make every attention layer keep its weights in `.weights` (explicit path) for plotting."
@@ -263,8 +271,8 @@ def architecture_figure(
     c = model.config
     if ax is None: _, ax = plt.subplots(figsize=(7.5, 8.5))
     def sublayers(layer) -> list[tuple[str, str]]:
-        "(label, colour) of a layer's sublayers, bottom to top, read from its modules."
-        out, norm = [], "Norm & Add (pre-norm)" if c.norm_first else "Add & Norm"
+        "(label, colour) of a layer's boxes, bottom to top, read from its modules: post-norm 'sublayer, Add & Norm'; pre-norm 'Norm, sublayer, Add'."
+        out = []
         for name, m in layer.named_children():
             if isinstance(m, MultiHeadAttention):
                 kind = {"self_attn": "Masked Multi-Head\nAttention" if isinstance(layer, DecoderLayer) else "Multi-Head\nAttention",
@@ -272,29 +280,30 @@ def architecture_figure(
                 out.append((f"{kind}  (h={m.n_heads}, d_k={m.d_k})", "#f6d7a7"))
             elif isinstance(m, PositionwiseFeedForward):
                 out.append((f"Feed Forward  ({m.w_1.in_features}→{m.w_1.out_features}→{m.w_2.out_features})", "#bfe3f0"))
-            elif isinstance(m, Residual): out.append((norm, "#f3f3b0"))
-        attn_ffn = [x for x in out if x[0] != norm]                      # interleave: sublayer, then its residual
-        return [y for pair in zip(attn_ffn, [(norm, "#f3f3b0")] * len(attn_ffn)) for y in pair]
+        if c.norm_first: return [y for box in out for y in (("LayerNorm", "#f3f3b0"), box, ("Add (residual)", "#f3f3b0"))]
+        return [y for box in out for y in (box, ("Add & Norm", "#f3f3b0"))]
     pos = {"sinusoidal": "sinusoidal positions", "learned": "learned positions"}.get(c.positional, f"no positions ({c.positional} acts in attention)")
     def box(x, y, text, colour, w=3.1, h=0.55):
         ax.add_patch(FancyBboxPatch((x - w / 2, y), w, h, boxstyle="round,pad=0.03", fc=colour, ec="0.3"))
         ax.text(x, y + h / 2, text, ha="center", va="center", fontsize=7.5)
         return y + h
     def stack(x, layer, n, title, tokens):
+        "Draw one stack; return the bottom and top of its repeated part, and the height of each box by label."
         y = box(x, 0, f"{tokens}  (vocabulary {c.src_vocab_size if x < 3 else c.tgt_vocab_size:,})", "#f4c7c3")
         y = box(x, y + 0.25, f"Embedding ×√{c.d_model}  +  {pos}", "#f4c7c3")
-        top, y = y + 0.4, y + 0.5
-        for label, colour in sublayers(layer): y = box(x, y, label, colour) + 0.12
+        top, y, at = y + 0.4, y + 0.5, {}
+        for label, colour in sublayers(layer): at[label] = y; y = box(x, y, label, colour) + 0.12
         ax.add_patch(plt.Rectangle((x - 1.75, top), 3.5, y - top + 0.05, fill=False, ls="--", ec="0.5"))
         ax.text(x - 1.85, (top + y) / 2, f"{n}×", ha="right", va="center", fontsize=11)
+        if c.norm_first: y = box(x, y + 0.2, "LayerNorm (end of the stack)", "#f3f3b0")
         ax.text(x, y + 0.15, title, ha="center", fontsize=9, weight="bold")
-        return top, y
-    enc_top = stack(1.8, model.encoder.layers[0], len(model.encoder.layers), "Encoder", "source tokens")
+        return top, y, at
+    enc = stack(1.8, model.encoder.layers[0], len(model.encoder.layers), "Encoder", "source tokens")
     dec = stack(5.6, model.decoder.layers[0], len(model.decoder.layers), "Decoder", "shifted target tokens")
     y = box(5.6, dec[1] + 0.5, "Linear" + (" (the embedding matrix, tied)" if c.tie_output else ""), "#d9d2e9")
     box(5.6, y + 0.15, "Softmax → next-token probabilities", "#d9d2e9")
-    cross_y = dec[0] + 0.1 + 2 * (0.55 + 0.12) + 0.27                    # the decoder's third box: encoder-decoder attention
-    ax.annotate("", xy=(5.6 - 1.55, cross_y), xytext=(1.8 + 1.55, enc_top[1] - 0.3),
+    cross_y = next(h for label, h in dec[2].items() if label.startswith("Encoder-Decoder")) + 0.27   # into encoder-decoder attention
+    ax.annotate("", xy=(5.6 - 1.55, cross_y), xytext=(1.8 + 1.55, enc[1] - 0.3),
                 arrowprops=dict(arrowstyle="->", color="0.3", connectionstyle="arc3,rad=-0.2"))
     ax.set_xlim(-0.3, 7.6); ax.set_ylim(-0.2, y + 1.0); ax.axis("off")
     ax.set_title(f"d_model={c.d_model}, d_ff={c.d_ff}, h={c.n_heads}, N={len(model.encoder.layers)}+{len(model.decoder.layers)}, "
