@@ -115,6 +115,10 @@ class MultiHeadAttention(nn.Module):
         "`[B, L, h*d]` -> `[B, h, L, d]`"
         return x.view(x.size(0), x.size(1), self.n_heads, d).transpose(1, 2)
 
+    def merge(self, x: Tensor) -> Tensor:
+        "`[..., h, L, d]` -> `[..., L, h*d]`: the heads side by side, the inverse of `split`."
+        return x.transpose(-3, -2).reshape(*x.shape[:-3], x.size(-2), -1)
+
     def project_q(self, x: Tensor, offset: int = 0) -> Tensor:
         "Queries `[B, h, L, d_k]` of `x` `[B, L, d_model]` at positions offset, offset+1, … (RoPE rotates them there)."
         q = self.split(self.w_q(x), self.d_k)
@@ -159,8 +163,9 @@ class MultiHeadAttention(nn.Module):
             if self.keep_weights: self.weights = weights
         else:
             out = fast_attention(q, k, v, mask, causal, p, bias)
-        if g > 1: out = out.view(B, h, g, L_q, self.d_v).transpose(1, 2)
-        return self.w_o(out.transpose(-3, -2).reshape(q.size(0) if g == 1 else B * g, L_q, h * self.d_v))
+        if g > 1: out = out.view(B, h, g, L_q, self.d_v).transpose(1, 2)       # [B, g, h, L_q, d_v]
+        out = self.merge(out)
+        return self.w_o(out if g == 1 else out.view(B * g, L_q, h * self.d_v))
 
     def forward(self,
                 query: Tensor,  # `[N, L_q, d_model]`

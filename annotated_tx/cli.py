@@ -21,6 +21,8 @@ COMMANDS = {  # command: (module, function, one-line help)
     "download": ("annotated_tx.data", "download_main", "download and verify Multi30k into the cache (or a directory)"),
     "bench train": ("annotated_tx.benchmarks", "bench_train_main", "training throughput: ours vs torch.nn.Transformer"),
     "bench decode": ("annotated_tx.benchmarks", "bench_decode_main", "decoding speed: ours vs HuggingFace Marian and CTranslate2"),
+    "exercises init": ("annotated_tx.exercises", "exercises_init_main", "write DIR/exercises.py: the book's twelve exercises as stubs (never overwrites)"),
+    "exercises check": ("annotated_tx.exercises", "exercises_check_main", "grade DIR/exercises.py against the book, then train the copy task with it"),
     "info": ("annotated_tx.cli", "info_main", "versions, device, and the model configurations with their sizes"),
 }
 
@@ -49,7 +51,13 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage()); return 0
     name, rest = argv[0], argv[1:]
-    if name == "bench" and rest and not rest[0].startswith("-"): name, rest = f"bench {rest[0]}", rest[1:]
+    group = [c for c in COMMANDS if c.startswith(name + " ")]          # two-word commands: bench train, exercises check, ...
+    if group and rest and not rest[0].startswith("-"): name, rest = f"{name} {rest[0]}", rest[1:]
+    elif group:                                                        # the group alone: its commands
+        asked = bool(rest) and rest[0] in ("-h", "--help")
+        print(f"usage: annotated-tx {name} {{{','.join(c.split()[1] for c in group)}}} [options]\n\n"
+              + "\n".join(f"  {c:16} {COMMANDS[c][2]}" for c in group), file=sys.stdout if asked else sys.stderr)
+        return 0 if asked else 2
     if name not in COMMANDS:
         print(f"annotated-tx: unknown command {name!r}\n\n{usage()}", file=sys.stderr); return 2
     module, fn, _ = COMMANDS[name]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse, math, sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -19,7 +19,7 @@ from .data import say
 
 # %% auto #0
 __all__ = ['CONVENTIONS', 'IncrementalDecoder', 'UncachedDecoder', 'length_penalty', 'max_output_lengths', 'greedy_decode',
-           'beam_search', 'Hypothesis', 'Translator', 'translate', 'translate_parser', 'run_translate',
+           'beam_step', 'beam_search', 'Hypothesis', 'Translator', 'translate', 'translate_parser', 'run_translate',
            'translate_main']
 
 # %% ../nbs/10_decoding.ipynb #ffa47f71
@@ -150,6 +150,16 @@ def greedy_decode(
     return out[:, :t + 1], scores
 
 # %% ../nbs/10_decoding.ipynb #c80efb7b
+def beam_step(
+    scores: Tensor,  # `[n, k]` log P of each open beam of n sentences (-inf: no such beam)
+    log_probs: Tensor,  # `[n, k, V]` log-probabilities of each beam's next token
+    keep: int,  # extensions kept per sentence: k (the book's search), 2k ('hf')
+) -> tuple[Tensor, Tensor, Tensor]:
+    "The `keep` best one-token extensions of each sentence's beams, best first: their log P, the beam each extends and its token, each `[n, keep]`."
+    n, k, V = log_probs.shape
+    top, idx = (scores[..., None] + log_probs).view(n, k * V).topk(keep, 1)
+    return top, idx // V, idx % V
+
 def beam_search(
     model: Transformer,  # the model
     src: Tensor,  # `[B, S]` source ids (each ending in EOS), PAD-padded
@@ -163,6 +173,8 @@ def beam_search(
     n_best: int | None = None,  # None: the best hypothesis of each sentence; n (<= k): its n best, best first
     convention: str = "wu",  # 'wu' (the book's search, the paper's length penalty) or 'hf' (transformers' generate(num_beams=k))
     decoder: type = IncrementalDecoder,  # the step machinery (the checks pass a subclass that recomputes)
+    step: Callable = beam_step,  # makes one step's extensions: `beam_step` or a function with its signature (the exercises plug one in)
+    penalty: Callable | None = None,  # lp(lengths, alpha) in place of `length_penalty` under `convention` (the exercises plug one in)
 ) -> tuple[Tensor, Tensor]:
     "Best hypothesis of each sentence: tokens `[B, T]` (EOS included, then PAD) and scores log P / lp `[B]`; with `n_best`, `[B, n, T]` and `[B, n]`."
     if k < 1: raise ValueError(f"beam size must be at least 1, got {k}")
@@ -174,7 +186,8 @@ def beam_search(
     B, V, dev = src.size(0), c.tgt_vocab_size, src.device
     max_len = max_output_lengths(src, c.pad_id, max_len_a, max_len_b, c.max_len)
     T = int(max_len.max())
-    lp = length_penalty(torch.arange(T + 1, device=dev, dtype=torch.float), alpha, convention)
+    lengths = torch.arange(T + 1, device=dev, dtype=torch.float)
+    lp = length_penalty(lengths, alpha, convention) if penalty is None else penalty(lengths, alpha)
     C = k if convention == "wu" else 2 * k                               # extensions kept per step
     m = (n_best or 1) if convention == "wu" else k                       # finished hypotheses kept per sentence
     fin_tokens = torch.full((B, m, T), c.pad_id, dtype=torch.long, device=dev)   # the m best finished, best first
@@ -190,9 +203,8 @@ def beam_search(
             L, n = t + 1, ids.numel()                                     # L: length of the hypotheses made now
             logp = dec.step(y).index_fill_(1, banned, -math.inf)
             if t < min_len: logp[:, c.eos_id] = -math.inf
-            top, idx = (open_scores.view(-1, 1) + logp).view(n, k * V).topk(C, 1)   # C best extensions per sentence
-            rows = idx // V + torch.arange(n, device=dev)[:, None] * k           # the row (beam) each one extends
-            tok = idx % V
+            top, beam, tok = step(open_scores, logp.view(n, k, V), C)            # C best extensions per sentence
+            rows = beam + torch.arange(n, device=dev)[:, None] * k                # the row (beam) each one extends
             ends = (tok == c.eos_id) | (L >= row_max)[:, None]
             fin = torch.where(ends[:, :k], top[:, :k] / lp[L], -math.inf)       # finished now (only the k best may finish)
             new = fin.max(1).values > fin_scores[ids, -1]
@@ -207,8 +219,8 @@ def beam_search(
             if C > k:                                                       # 'hf': the k best that did not end stay open
                 open_scores, j = open_scores.topk(k, 1)
                 rows, tok = rows.gather(1, j), tok.gather(1, j)
-            rows = rows.view(-1)
-            y = torch.cat([y[rows], tok.view(-1, 1)], 1)
+            rows = rows.reshape(-1)
+            y = torch.cat([y[rows], tok.reshape(-1, 1)], 1)
             best_open, worst = open_scores.max(1).values, fin_scores[ids, -1]
             if not early_stop: done = best_open == -math.inf                            # no open beam left
             elif convention == "wu": done = worst >= best_open / lp[row_max]            # no open beam can win
