@@ -16,8 +16,8 @@ from sacrebleu.metrics import BLEU, CHRF
 from .data import normalize_text, read_lines
 
 # %% auto #0
-__all__ = ['NONBREAKING_PREFIXES', 'NUMERIC_ONLY_PREFIXES', 'evaluate_main', 'Score', 'check_counts', 'corpus_bleu',
-           'corpus_chrf', 'moses_tokenize', 'split_compounds', 'tokenized_bleu', 'evaluate', 'score_main']
+__all__ = ['NONBREAKING_PREFIXES', 'NUMERIC_ONLY_PREFIXES', 'Score', 'check_counts', 'corpus_bleu', 'corpus_chrf',
+           'moses_tokenize', 'split_compounds', 'tokenized_bleu', 'evaluate', 'score_main']
 
 # %% ../nbs/12_evaluation.ipynb #ae40537c
 @dataclass
@@ -171,4 +171,6 @@ def score_main(argv: list[str] | None = None) -> int:
     for s in scores.values(): print(s)
     return 0
 
-evaluate_main = score_main  # its name in version 0.1.0 (the command was already `score`); kept for one release
+# %% ../nbs/12_evaluation.ipynb #5252489d
+evaluate_main = score_main  # its name in version 0.1.0 (the command was already `score`), kept for one release; not `annotated-tx evaluate`, which is recipes.evaluate_main
+
