@@ -25,8 +25,8 @@ from .optimization import batch_loss, make_optimizer, rate, cooldown_scale, set_
 # %% auto #0
 __all__ = ['CKPT_FORMAT', 'TrainConfig', 'dist_env', 'resolve_device', 'native_bf16', 'uses_bf16', 'autocast_for', 'host_info',
            'describe_host', 'retain_freed_memory', 'unwrap', 'save_weights', 'save_checkpoint', 'load_checkpoint',
-           'list_checkpoints', 'seed_everything', 'validation_loss', 'lr_scale', 'update_step', 'evaluate', 'RunLocked',
-           'RunLock', 'budget_used', 'progress_bar', 'validation_line', 'train', 'average_checkpoints', 'average_main']
+           'list_checkpoints', 'seed_everything', 'validation_loss', 'lr_scale', 'update_step', 'RunLocked', 'RunLock',
+           'budget_used', 'progress_bar', 'validation_line', 'train', 'average_checkpoints', 'average_main']
 
 # %% ../nbs/09_trainer.ipynb #4bc5aa0c
 @dataclass

@@ -54,6 +54,8 @@ SETS[D-drop0.2]="model_overrides.dropout=0.2";                                  
 SETS[D-ls0.0]="train.label_smoothing=0.0";                                      EST[D-ls0.0]=35
 SETS[D-ls0.2]="train.label_smoothing=0.2";                                      EST[D-ls0.2]=35
 SETS[E-learned]="model_overrides.positional=learned";                           EST[E-learned]=35
+# PINNED: the rows were run before emb_init existed, when the embeddings were Xavier-initialised like every matrix
+PINNED="model_overrides.emb_init=xavier"
 BUDGET="train.max_minutes=0 train.max_updates=$UPDATES train.cooldown=0.3 train.checkpoint_every_minutes=0 train.checkpoint_every_updates=100 train.val_every=100"
 
 die() { echo "table3: error: $*" >&2; exit 2; }
@@ -114,7 +116,7 @@ echo "  $todo rows to run, about $left min of CPU by the estimates (partial rows
 command_for() {   # the row's command as an array in CMD
   local r=$1 s
   CMD=("$AT" train --preset multi30k-cpu --src "$SRC" --tgt "$TGT" --out "$OUT/$r" --no-download --no-progress)
-  for s in $BUDGET ${SETS[$r]}; do CMD+=(--set "$s"); done
+  for s in $BUDGET ${SETS[$r]} $PINNED; do CMD+=(--set "$s"); done
 }
 
 if [ $DRY -eq 1 ]; then
