@@ -105,9 +105,9 @@ PRESETS: dict[str, dict] = {
     "multi30k-cpu": dict(
         corpus="multi30k", src_lang="de", tgt_lang="en", vocab_size=8000, model="small",
         model_overrides=dict(dropout=0.1), max_tokens=4096,
-        train=dict(max_minutes=60, max_updates=0, warmup=800, lr_factor=0.7, cooldown=0.3, amp="auto",
+        train=dict(max_minutes=60, max_updates=4000, warmup=800, lr_factor=0.7, cooldown=0.3, amp="auto",
                    checkpoint_every_minutes=1.0, keep_last=5, val_every=250, log_every=10),
-        average_last=5),
+        average_last=5, expect=dict(val_ppl=[1000, 12], updates=1800, bleu=36)),
     "multi30k-gpu": dict(
         corpus="multi30k", src_lang="de", tgt_lang="en", vocab_size=8000, model="base",
         model_overrides=dict(dropout=0.3), max_tokens=8192,
@@ -128,7 +128,7 @@ PRESETS: dict[str, dict] = {
 
 def get_recipe(
     name: str,  # a preset name, or a path to a recipe JSON file
-    **overrides,  # Recipe fields to change
+    **overrides,  # Recipe fields to change; a dict is merged into the preset's (`{}` clears it)
 ) -> Recipe:
     "A preset (or a recipe file), with fields overridden."
     if name in PRESETS: d = json.loads(json.dumps(PRESETS[name]))     # a deep copy
@@ -139,8 +139,8 @@ def get_recipe(
         except json.JSONDecodeError as e: raise ValueError(f"{p} is not valid JSON: {e}") from None
     else: raise ValueError(f"unknown preset {name!r}; choose from {sorted(PRESETS) + ['copy']} or give a recipe .json file")
     for k, v in overrides.items():
-        if isinstance(v, dict) and isinstance(d.get(k), dict): d[k] = {**d[k], **v}
-        else: d[k] = v
+        if isinstance(v, dict) and v and isinstance(d.get(k), dict): d[k] = {**d[k], **v}   # merged into the preset's
+        else: d[k] = v                                                  # a value, or {} to clear the preset's dict
     return Recipe.from_dict(d)
 
 # %% ../nbs/13_recipes.ipynb #579ca33e
