@@ -6,7 +6,7 @@ Docs: https://annotated-tx.github.io/annotated_tx/exercises.html.md"""
 
 # %% ../nbs/22_exercises.ipynb #d3a37ca3
 from __future__ import annotations
-import argparse, functools, hashlib, importlib.util, math, os, sys, textwrap, time, traceback
+import argparse, functools, hashlib, json, linecache, math, os, sys, textwrap, time, traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -24,13 +24,14 @@ from .copy_task import COPY_MODEL, copy_sentences, copy_tokenizer
 from .evaluation import moses_tokenize, split_compounds, tokenized_bleu
 
 # %% auto #0
-__all__ = ['EXERCISES', 'SITE', 'PLUGS', 'FILE', 'TOKENS', 'SRC', 'TGT', 'CAPTIONS', 'COPY_EXERCISE', 'Exercise', 'exercise',
-           'Mismatch', 'same', 'book_parts', 'PluggedAttention', 'PluggedLayerNorm', 'PluggedFeedForward',
+__all__ = ['EXERCISES', 'SITE', 'PLUGS', 'FILE', 'NOTEBOOK', 'TOKENS', 'SRC', 'TGT', 'CAPTIONS', 'COPY_EXERCISE', 'Exercise',
+           'exercise', 'Mismatch', 'same', 'book_parts', 'PluggedAttention', 'PluggedLayerNorm', 'PluggedFeedForward',
            'PluggedEncoderLayer', 'PluggedTransformer', 'plug', 'with_parts', 'stub_header', 'ReaderError',
-           'load_exercises', 'Result', 'grade', 'grade_attention', 'grade_masks', 'grade_heads', 'grade_positions',
-           'grade_layer_norm', 'grade_feed_forward', 'grade_encoder_layer', 'copy_module', 'grade_label_smoothing',
-           'grade_schedule', 'grade_greedy', 'grade_beam', 'grade_bleu', 'train_copy_with', 'grade_copy_task',
-           'check_file', 'report', 'stub_file', 'exercises_init_main', 'exercises_check_main']
+           'reader_location', 'notebook_source', 'load_exercises', 'Result', 'grade', 'grade_attention', 'grade_masks',
+           'grade_heads', 'grade_positions', 'grade_layer_norm', 'grade_feed_forward', 'grade_encoder_layer',
+           'copy_module', 'grade_label_smoothing', 'grade_schedule', 'grade_greedy', 'grade_beam', 'grade_bleu',
+           'train_copy_with', 'grade_copy_task', 'check_file', 'report', 'stub_notebook', 'stub_file',
+           'exercises_init_main', 'graded_file', 'exercises_check_main']
 
 # %% ../nbs/22_exercises.ipynb #911c4447
 @dataclass
@@ -208,7 +209,7 @@ def with_parts(
     return SimpleNamespace(**{**vars(book_parts()), **{n: getattr(reader, n) for n in names}})
 
 # %% ../nbs/22_exercises.ipynb #7e993685
-FILE = "exercises.py"   # the one file that `init` writes and `check` grades, in the reader's directory
+FILE, NOTEBOOK = "exercises.py", "exercises.ipynb"   # what `init` writes: the same stubs as a file and as a notebook
 
 def stub_header(directory: str) -> str:
     "The top of the exercise file: what it is, how to check it, its imports."
@@ -218,8 +219,9 @@ Write each function in place of its `raise NotImplementedError`, in order, and c
 
     annotated-tx exercises check --dir {directory}
 
-which grades this file, and no other: each function is compared with the book's own on random inputs and edge cases,
-then run inside the book's model where the book's own sits. Use torch and math; the answers are in the annotated_tx
+which grades whichever of {FILE} and {NOTEBOOK} in that directory you saved last, and says which: each
+function is compared with the book's own on random inputs and edge cases, then run inside the book's model where the
+book's own sits. Use torch and math; the answers are in the annotated_tx
 package, and importing them would pass every check and teach nothing.
 """
 from __future__ import annotations
@@ -231,23 +233,45 @@ from torch import Tensor'''
 class ReaderError(Exception):
     "The reader's file cannot be used at all (missing, or it does not import): a one-line message."
 
+_CELLS: dict[str, list[tuple[int, int]]] = {}   # a notebook's path -> (cell, line in the cell) of each line of its code
+
+def reader_location(
+    filename: str,  # a file of the reader's: exercises.py, or exercises.ipynb
+    line: int,  # a line number in it (in a notebook: of its code cells joined, as it was run)
+) -> str:
+    "'exercises.py, line 42', or for a notebook 'exercises.ipynb, cell 7, line 3', relative to the working directory."
+    cells = _CELLS.get(str(Path(filename).resolve()))
+    if cells and 0 < line <= len(cells): return f"{_show_path(filename)}, cell {cells[line - 1][0]}, line {cells[line - 1][1]}"
+    return f"{_show_path(filename)}, line {line}"
+
+def notebook_source(path: Path) -> str:
+    "The code cells of a notebook joined into one module, each line's (cell, line) remembered for `reader_location`; cells are numbered from 1."
+    try: cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    except (ValueError, KeyError, TypeError) as e: raise ReaderError(f"{_show_path(str(path))} is not a notebook: {e}") from None
+    lines, at = [], []
+    for i, c in enumerate(cells, 1):
+        if c.get("cell_type") != "code": continue
+        src = "".join(c.get("source", [])) if isinstance(c.get("source"), list) else c.get("source", "")
+        cell_lines = [l for l in src.splitlines() if not l.lstrip().startswith(("%", "!"))] or ["pass"]   # IPython magics are not Python
+        lines += cell_lines + [""]; at += [(i, j) for j in range(1, len(cell_lines) + 1)] + [(i, len(cell_lines) + 1)]
+    _CELLS[str(path)] = at
+    return "\n".join(lines) + "\n"
+
 def load_exercises(path: str | Path) -> ModuleType:
-    "Import the reader's file as a module of its own, without writing `__pycache__`; `ReaderError` if it does not import."
+    "Import the reader's file (exercises.py, or the code cells of exercises.ipynb) as a module of its own; `ReaderError` if it does not import."
     path = Path(path).resolve()
     if not path.is_file(): raise ReaderError(f"no file {path}")
+    text = notebook_source(path) if path.suffix == ".ipynb" else path.read_text(encoding="utf-8", errors="replace")
+    linecache.cache[str(path)] = (len(text), None, text.splitlines(True), str(path))   # so that tracebacks and `inspect` see the code run
     name = "annotated_tx_reader_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    old = sys.dont_write_bytecode
-    sys.dont_write_bytecode = True
-    try: spec.loader.exec_module(module)
+    module = ModuleType(name); module.__file__ = str(path)
+    try: exec(compile(text, str(path), "exec"), module.__dict__)
     except SyntaxError as e:
-        raise ReaderError(f"{_show_path(e.filename or str(path))}, line {e.lineno}: SyntaxError: {e.msg}: {(e.text or '').strip()}") from None
+        raise ReaderError(f"{reader_location(str(path), e.lineno or 0)}: SyntaxError: {e.msg}: {(e.text or '').strip()}") from None
     except Exception as e:
-        where = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename) == path]
-        at = f", line {where[-1].lineno}" if where else ""
-        raise ReaderError(f"{_show_path(str(path))}{at}: {type(e).__name__} while importing it: {e}") from None
-    finally: sys.dont_write_bytecode = old
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename) == path]
+        at = reader_location(str(path), frames[-1].lineno) if frames else _show_path(str(path))
+        raise ReaderError(f"{at}: {type(e).__name__} while importing it: {e}") from None
     return module
 
 @dataclass
@@ -295,7 +319,7 @@ def grade(
         if not frames:                                     # raised in the book's code, on what the reader's code returned
             return Result(ex, "FAILED", "the book's code could not use your result", "a result it can use", message, ex.hint,
                           seconds=time.perf_counter() - start)
-        trace = [line for f in frames for line in (f"{_show_path(f.filename)}, line {f.lineno}, in {f.name}", f"    {(f.line or '').strip()}")]
+        trace = [line for f in frames for line in (f"{reader_location(f.filename, f.lineno)}, in {f.name}", f"    {(f.line or '').strip()}")]
         return Result(ex, "error", message, hint=ex.hint, trace=trace, seconds=time.perf_counter() - start)
     return Result(ex, "passed", detail or "", seconds=time.perf_counter() - start)
 
@@ -877,7 +901,7 @@ def grade_copy_task(parts) -> str:
 
 # %% ../nbs/22_exercises.ipynb #99319410
 def check_file(
-    path: str | Path,  # the reader's exercises.py
+    path: str | Path,  # the reader's exercises.py or exercises.ipynb
     only: list[str] | None = None,  # grade these exercises (and what they need); None: all
     progress: Callable[[str], None] = lambda s: None,  # told the name of each exercise before it is graded
 ) -> list[Result]:
@@ -893,10 +917,13 @@ def check_file(
         results.append(r)
     return results
 
-def _first_line(reader_file: Path, function: str) -> int | None:
-    "The line of `def function(` in the reader's file, if it is there."
-    for i, line in enumerate(reader_file.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
-        if line.startswith(f"def {function}("): return i
+def _first_line(reader_file: Path, function: str) -> str | None:
+    "Where `def function(` is in the reader's file or notebook ('ex/exercises.py line 25', 'ex/exercises.ipynb, cell 5, line 1'), if it is there."
+    text = notebook_source(reader_file.resolve()) if reader_file.suffix == ".ipynb" else reader_file.read_text(encoding="utf-8", errors="replace")
+    for i, line in enumerate(text.splitlines(), 1):
+        if line.startswith(f"def {function}("):
+            at = reader_location(str(reader_file.resolve()), i)
+            return at if reader_file.suffix == ".ipynb" else at.replace(", line", " line")     # 'ex/exercises.py line 25'
     return None
 
 def report(results: list[Result], path: str | Path) -> str:
@@ -918,13 +945,26 @@ def report(results: list[Result], path: str | Path) -> str:
     if todo is not None and todo.exercise.stub:
         at = _first_line(path, todo.exercise.functions[0])
         lines += ["", f"next: {number[todo.exercise.name]}. {todo.exercise.title} ({', '.join(todo.exercise.functions)}"
-                      + (f", {_show_path(str(path))} line {at})" if at else ")")]
+                      + (f", {at})" if at else ")")]
     counts = {s: sum(r.status == s for r in results) for s in ("passed", "FAILED", "error", "not started", "skipped")}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     lines += ["", f"{summary}: " + ("all done, you have built a Transformer" if counts["passed"] == len(results) else "not done yet")]
     return "\n".join(lines)
 
 # %% ../nbs/22_exercises.ipynb #b3add57e
+def stub_notebook(directory: str) -> str:
+    "The same exercises as a notebook (JSON): the header as text, the imports, then each exercise's title, sentence and link, and its stub."
+    _, doc, imports = stub_header(directory).split('"""', 2)
+    md = lambda text: {"cell_type": "markdown", "metadata": {}, "source": text.splitlines(True)}
+    code = lambda text: {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": text.splitlines(True)}
+    cells = [md("# " + doc.strip()), code(imports.strip())]
+    for i, ex in enumerate(EXERCISES.values(), 1):
+        if ex.stub: cells += [md(f"## {i}. {ex.title}\n\n> \"{ex.quote}\"\n\nThe book: {SITE}{ex.section}"), code(ex.stub.strip())]
+    for n, c in enumerate(cells): c["id"] = f"ex{n:03d}"
+    nb = {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
 def stub_file(directory: str) -> str:
     "The whole exercise file that `init` writes: the header, then every exercise's stub under its comment."
     parts = [stub_header(directory)]
@@ -936,40 +976,54 @@ def stub_file(directory: str) -> str:
 
 # %% ../nbs/22_exercises.ipynb #76ce78da
 def exercises_init_main(argv: list[str] | None = None) -> int:
-    "Write the exercise file DIR/exercises.py (twelve stubs to fill in); a file that exists is never overwritten."
+    "Write DIR/exercises.py and DIR/exercises.ipynb, the same twelve stubs to fill in as a file and as a notebook; an existing one is never overwritten."
     ap = argparse.ArgumentParser(prog="annotated-tx exercises init", description=exercises_init_main.__doc__)
-    ap.add_argument("dir", nargs="?", default="ex", help="the directory to write exercises.py into (created if needed; default: ex)")
+    ap.add_argument("dir", nargs="?", default="ex", help="the directory to write them into (created if needed; default: ex)")
     a = ap.parse_args(argv)
-    path = Path(a.dir) / FILE
-    if path.exists():
-        print(f"{path} exists: left as it is (init never overwrites; move it away to start afresh). "
-              f"Check it with: annotated-tx exercises check --dir {a.dir}")
-        return 0
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(stub_file(a.dir), encoding="utf-8")
-    except OSError as e:
-        print(f"annotated-tx exercises init: error: cannot write {path}: {e.strerror or e}", file=sys.stderr); return 2
-    print(f"wrote {path}: {sum(1 for ex in EXERCISES.values() if ex.stub)} exercises to fill in, in order. "
-          f"Check them with: annotated-tx exercises check --dir {a.dir}")
+    n = sum(1 for ex in EXERCISES.values() if ex.stub)
+    for name, text in ((FILE, stub_file), (NOTEBOOK, stub_notebook)):
+        path = Path(a.dir) / name
+        if path.exists():
+            print(f"{path} exists: left as it is (init never overwrites; move it away to start afresh)"); continue
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text(a.dir), encoding="utf-8")
+        except OSError as e:
+            print(f"annotated-tx exercises init: error: cannot write {path}: {e.strerror or e}", file=sys.stderr); return 2
+        print(f"wrote {path}: {n} exercises to fill in, in order")
+    print(f"Work in whichever you like; check it with: annotated-tx exercises check --dir {a.dir}")
     return 0
 
+def graded_file(
+    directory: str | Path,  # what `init` wrote into
+) -> tuple[Path, str]:
+    "The reader's file that `check` grades: of exercises.py and exercises.ipynb, the one saved last; and why, in words."
+    found = [p for p in (Path(directory) / FILE, Path(directory) / NOTEBOOK) if p.is_file()]
+    if not found: raise ReaderError(f"no {Path(directory) / FILE} or {Path(directory) / NOTEBOOK}; write them with: annotated-tx exercises init {directory}")
+    if len(found) == 1: return found[0], "the only one there"
+    last = max(found, key=lambda p: p.stat().st_mtime_ns)
+    return last, f"saved after {(set(found) - {last}).pop().name}"
+
 def exercises_check_main(argv: list[str] | None = None) -> int:
-    "Grade DIR/exercises.py against the book, exercise by exercise; status 0 when all pass, 1 otherwise, 2 if the file cannot be used."
+    "Grade the exercises against the book, one by one; status 0 when all pass, 1 otherwise, 2 if there is nothing to grade."
     ap = argparse.ArgumentParser(prog="annotated-tx exercises check", description=exercises_check_main.__doc__)
-    ap.add_argument("--dir", default=".", help="the directory that init wrote; its exercises.py is graded (default: the current one)")
-    ap.add_argument("--only", nargs="+", metavar="NAME", choices=list(EXERCISES),
-                    help=f"grade only these exercises, and those they need: {', '.join(EXERCISES)}")
+    ap.add_argument("names", nargs="*", metavar="NAME",
+                    help=f"grade only these exercises, and those they need: {', '.join(EXERCISES)} (default: all)")
+    ap.add_argument("--dir", default=".", help="the directory that init wrote (default: the current one)")
+    ap.add_argument("--file", default=None, help=f"grade this file (a .py, or an .ipynb whose code cells are run in order) instead of "
+                                                 f"the {FILE} or {NOTEBOOK} of --dir saved last")
+    ap.add_argument("--only", nargs="+", metavar="NAME", choices=list(EXERCISES), help="the same as naming them")
     a = ap.parse_args(argv)
-    path = Path(a.dir) / FILE
     prog = "annotated-tx exercises check"
-    if not path.is_file():
-        print(f"{prog}: error: no {path}; write it with: annotated-tx exercises init {a.dir}", file=sys.stderr); return 2
-    print(f"grading {_show_path(str(path.resolve()))}", flush=True)
-    def progress(name: str):
-        if name == "copy_task": print("training the copy task with your pieces (500 updates of a small model) ...", flush=True)
+    if unknown := [n for n in a.names if n not in EXERCISES]:
+        print(f"{prog}: error: no exercise {', '.join(map(repr, unknown))}; the exercises: {', '.join(EXERCISES)}", file=sys.stderr); return 2
     try:
-        with torch_threads(1): results = check_file(path, a.only, progress)
+        path, why = (Path(a.file), "as asked") if a.file else graded_file(a.dir)
+        if not path.is_file(): raise ReaderError(f"no file {path}")
+        print(f"grading {_show_path(str(path.resolve()))} ({why})", flush=True)
+        def progress(name: str):
+            if name == "copy_task": print("training the copy task with your pieces (500 updates of a small model) ...", flush=True)
+        with torch_threads(1): results = check_file(path, [*a.names, *(a.only or [])] or None, progress)
     except ReaderError as e:
         print(f"{prog}: error: {e}", file=sys.stderr); return 2
     except KeyboardInterrupt:
