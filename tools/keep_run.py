@@ -9,10 +9,12 @@ import json, shutil, sys
 from pathlib import Path
 
 def keep(run: Path, dest: Path, every: int = 10) -> None:
-    for name in ("recipe.json", "host.json", "results.json"):
+    for name in ("recipe.json", "results.json"):
         if not (run / name).is_file(): sys.exit(f"keep_run: {run / name} is missing: is {run} a finished run?")
     dest.mkdir(parents=True, exist_ok=True)
-    for name in ("recipe.json", "host.json", "results.json"): shutil.copyfile(run / name, dest / name)
+    for name in ("recipe.json", "host.json", "results.json"):
+        if (run / name).is_file(): shutil.copyfile(run / name, dest / name)
+        else: print(f"keep_run: {run} has no {name} (it was made before runs recorded their host)")
     log = [json.loads(l) for l in (run / "log.jsonl").read_text().splitlines()]
     kept = [r for r in log if "val_loss" in r or r["step"] % every == 0 or r["step"] == 1 or r is log[-1]]
     (dest / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
