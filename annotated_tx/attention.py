@@ -12,8 +12,8 @@ import torch.nn.functional as F
 from torch import nn, Tensor
 
 # %% auto #0
-__all__ = ['subsequent_mask', 'padding_mask', 'attention', 'fast_attention', 'alibi_bias', 'MultiHeadAttention', 'KVCache',
-           'attention_chart']
+__all__ = ['subsequent_mask', 'causal_mask', 'padding_mask', 'attention', 'fast_attention', 'alibi_bias', 'MultiHeadAttention',
+           'KVCache', 'attention_chart']
 
 # %% ../nbs/01_attention.ipynb #fa35f1db
 def subsequent_mask(
@@ -21,7 +21,16 @@ def subsequent_mask(
     device=None,
 ) -> Tensor:
     "`[n, n]` boolean mask, `True` where position i may attend to position j <= i."
-    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
+    return causal_mask(n, device=device)
+
+def causal_mask(
+    q_len: int,  # number of queries: the last q_len of the k_len positions (a cache's new positions)
+    k_len: int | None = None,  # number of keys (default q_len: the square subsequent mask)
+    device=None,
+) -> Tensor:
+    "`[q_len, k_len]` boolean mask aligned bottom-right: query i (position i + k_len - q_len) may attend to key j <= that position."
+    k_len = q_len if k_len is None else k_len
+    return torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(k_len - q_len)
 
 def padding_mask(
     tokens: Tensor,  # token ids, `[B, L]`
@@ -44,7 +53,7 @@ def attention(
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
     if bias is not None: scores = scores + bias
     if causal:
-        scores = scores.masked_fill(~subsequent_mask(scores.size(-1), q.device)[-scores.size(-2):], float("-inf"))
+        scores = scores.masked_fill(~causal_mask(scores.size(-2), scores.size(-1), q.device), float("-inf"))
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(-1)
@@ -65,14 +74,14 @@ def fast_attention(
     if causal and q.size(-2) == 1: causal = False  # one new query (a cache) may attend to every key: no mask, so SDPA can pick a fused kernel
     if bias is not None:  # one float mask: the bias where attending is allowed, -inf elsewhere
         bias = bias.to(q.dtype)
-        if causal: bias = torch.where(subsequent_mask(k.size(-2), q.device)[-q.size(-2):], bias, float("-inf"))
+        if causal: bias = torch.where(causal_mask(q.size(-2), k.size(-2), q.device), bias, float("-inf"))
         if mask is not None: bias = torch.where(mask, bias, float("-inf"))
         mask, causal = bias, False
     if causal and mask is not None:  # SDPA takes one or the other: fold the causal mask into `mask`
-        mask = mask & subsequent_mask(k.size(-2), q.device)[-q.size(-2):]
+        mask = mask & causal_mask(q.size(-2), k.size(-2), q.device)
         causal = False
     if causal and q.size(-2) != k.size(-2):  # SDPA aligns its causal mask top-left; ours is bottom-right
-        mask, causal = subsequent_mask(k.size(-2), q.device)[-q.size(-2):], False
+        mask, causal = causal_mask(q.size(-2), k.size(-2), q.device), False
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=causal)
 
 # %% ../nbs/01_attention.ipynb #c41dcddd
@@ -155,17 +164,28 @@ class MultiHeadAttention(nn.Module):
         g = q.size(0) // B
         if g > 1: q = q.view(B, g, h, L_q, self.d_k).transpose(1, 2).reshape(B, h, g * L_q, self.d_k)
         bias = None if self.alibi_slopes is None else alibi_bias(self.alibi_slopes, L_q, k.size(2))
-        p = self.dropout if self.training else 0.0
-        # The one choice of kernel: eq. (1) written out when its weights are wanted, and for a decoding step (a few
-        # queries per row leave a fused kernel little to fuse); the fused kernel everywhere else.
-        if self.keep_weights or (L_q == 1 and not torch.is_grad_enabled()):
-            out, weights = attention(q, k, v, mask, causal and L_q > 1, p, bias)
-            if self.keep_weights: self.weights = weights
-        else:
-            out = fast_attention(q, k, v, mask, causal, p, bias)
+        # one query per row (a decoding step) sees every key: no causal mask to build
+        out = self.kernel(q, k, v, mask, causal and L_q > 1, bias, step=L_q == 1 and not torch.is_grad_enabled())
         if g > 1: out = out.view(B, h, g, L_q, self.d_v).transpose(1, 2)       # [B, g, h, L_q, d_v]
         out = self.merge(out)
         return self.w_o(out if g == 1 else out.view(B * g, L_q, h * self.d_v))
+
+    def kernel(self,
+               q: Tensor,  # `[B, h, L, d_k]` queries (a beam's rows already grouped with their keys' row)
+               k: Tensor,  # `[B, h, L_k, d_k]` keys
+               v: Tensor,  # `[B, h, L_k, d_v]` values
+               mask: Tensor | None,  # boolean, broadcastable to `[B, h, L, L_k]`
+               causal: bool,  # the queries are the last L positions of the keys, each sees only its past
+               bias: Tensor | None,  # float, broadcastable to `[B, h, L, L_k]`, added to the scores (ALiBi), or None
+               step: bool,  # a decoding step: one query per row, no gradients
+               ) -> Tensor:
+        "Eq. (1) for every head `[B, h, L, d_v]`: written out when its weights are wanted or for a decoding step, fused elsewhere."
+        # a decoding step's few queries per row leave a fused kernel little to fuse
+        p = self.dropout if self.training else 0.0
+        if not (self.keep_weights or step): return fast_attention(q, k, v, mask, causal, p, bias)
+        out, weights = attention(q, k, v, mask, causal, p, bias)
+        if self.keep_weights: self.weights = weights
+        return out
 
     def forward(self,
                 query: Tensor,  # `[N, L_q, d_model]`

@@ -12,8 +12,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 from torch import Tensor
-from .attention import padding_mask, subsequent_mask
-from .tokenizer import PAD_ID, UNK_ID, BOS_ID, EOS_ID  # the fixed ids of the vocabulary chapter
+from .tokenizer import PAD_ID, BOS_ID, EOS_ID  # the fixed ids of the vocabulary chapter
 
 # %% auto #0
 __all__ = ['Batch', 'make_batch', 'TokenBatchSampler', 'Batches']
@@ -30,16 +29,6 @@ class Batch:
     pad_id: int = PAD_ID  # the padding id
 
     def __len__(self) -> int: return self.src.size(0)
-
-    @property
-    def src_mask(self) -> Tensor:
-        "`[B, 1, 1, S]`, True at real source tokens: what encoder self-attention and cross-attention may look at."
-        return padding_mask(self.src, self.pad_id)
-
-    @property
-    def tgt_mask(self) -> Tensor:
-        "`[B, 1, T, T]`: decoder position i may look at position j iff j <= i and j is not padding."
-        return padding_mask(self.tgt_in, self.pad_id) & subsequent_mask(self.tgt_in.size(1), self.tgt_in.device)
 
     def to(self, device: str | torch.device, non_blocking: bool = False) -> "Batch":
         "The same batch on `device`."
@@ -98,7 +87,7 @@ class TokenBatchSampler:
         self.src_lens = np.asarray(src_lens, dtype=np.int64) + 1   # + EOS
         self.tgt_lens = np.asarray(tgt_lens, dtype=np.int64) + 1   # + BOS (input) / EOS (output)
         self.max_tokens, self.shuffle, self.seed, self.max_sentences = max_tokens, shuffle, seed, max_sentences
-        self.epoch, self._n = 0, None
+        self._n = None
 
     def batches(self, epoch: int = 0) -> list[list[int]]:
         "The batches of `epoch`: lists of pair indices, in the order they are to be trained on."
@@ -117,9 +106,6 @@ class TokenBatchSampler:
         batches.append(cur)
         if self.shuffle: batches = [batches[j] for j in rng.permutation(len(batches))]
         return batches
-
-    def set_epoch(self, epoch: int): self.epoch = epoch
-    def __iter__(self) -> Iterator[list[int]]: return iter(self.batches(self.epoch))
 
     def __len__(self) -> int:
         "Number of batches per epoch (the same every epoch: batch boundaries depend only on the sorted lengths)."

@@ -6,22 +6,23 @@ Docs: https://annotated-tx.github.io/annotated_tx/speed.html.md"""
 
 # %% ../nbs/19_speed.ipynb #e5bb50ac
 from __future__ import annotations
-import argparse, json, math, statistics, sys, time
-from pathlib import Path
+import math, statistics, sys, time
+from typing import Callable
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
 from .layers import sinusoidal_encoding
-from .model import Transformer, TransformerConfig, get_config, count_parameters, torch_threads
+from .model import Transformer, TransformerConfig, get_config, count_parameters
+from .runtime import torch_threads
 from .batching import Batch, make_batch
 from .optimization import make_optimizer
-from .trainer import TrainConfig, resolve_device, update_step, native_bf16, retain_freed_memory, host_info, describe_host
-from .decoding import greedy_decode, beam_search
+from .trainer import TrainConfig, learning_rate, update_step
+from .runtime import resolve_device, native_bf16, retain_freed_memory, host_info, describe_host
+from .decoding import DecodeConfig, greedy_decode, beam_search
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'timing_host', 'TorchTransformerMT', 'synthetic_batches', 'matmul_shapes', 'train_flops',
-           'matmul_ceiling', 'bench_train', 'bench_train_main', 'marian_model', 'bench_sources', 'bench_decode',
-           'bench_decode_main']
+__all__ = ['PRECISIONS', 'CONTENDERS', 'timing_host', 'TorchTransformerMT', 'synthetic_batches', 'matmul_shapes', 'train_flops',
+           'matmul_ceiling', 'bench_train', 'bench_sources', 'bench_decode']
 
 # %% ../nbs/19_speed.ipynb #8579f3c8
 def timing_host(
@@ -41,7 +42,7 @@ class TorchTransformerMT(nn.Module):
         super().__init__()
         c = self.config = config
         self.emb = nn.Embedding(c.src_vocab_size, c.d_model)
-        self.register_buffer("pe", sinusoidal_encoding(c.max_len, c.d_model), persistent=False)
+        self.register_buffer("table", sinusoidal_encoding(c.max_len, c.d_model), persistent=False)
         self.dropout = nn.Dropout(c.dropout)
         self.tx = nn.Transformer(c.d_model, c.n_heads, c.n_enc_layers, c.n_dec_layers, c.d_ff, c.dropout, batch_first=True)
         for m in self.tx.modules():   # dropout where the paper (and our model) has it: sublayer outputs only
@@ -50,7 +51,7 @@ class TorchTransformerMT(nn.Module):
         for p in self.parameters():
             if p.dim() > 1: nn.init.xavier_uniform_(p)
 
-    def embed(self, x: Tensor) -> Tensor: return self.dropout(self.emb(x) * math.sqrt(self.config.d_model) + self.pe[:x.size(1)])
+    def embed(self, x: Tensor) -> Tensor: return self.dropout(self.emb(x) * math.sqrt(self.config.d_model) + self.table[:x.size(1)])
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         pad = src == self.config.pad_id
@@ -110,6 +111,83 @@ def matmul_ceiling(
 
 # %% ../nbs/19_speed.ipynb #dea8a78e
 PRECISIONS = {"none": ("float32", torch.float32), "bf16": ("bf16 autocast", torch.bfloat16)}   # TrainConfig.amp: (label, matmul dtype)
+CONTENDERS = {"annotated_tx": Transformer, "torch.nn.Transformer": TorchTransformerMT}   # the two models `bench_train` times
+
+def _bench_precisions(
+    amp: str,  # 'none', 'bf16', 'both' or 'auto'
+    dev: torch.device,  # the device that runs the benchmark
+) -> tuple[list[str], str | None]:
+    "The precisions to time (`TrainConfig.amp` values), and why bf16 is skipped if `amp='auto'` skips it."
+    if amp not in ("none", "bf16", "both", "auto"): raise ValueError(f"amp must be 'none', 'bf16', 'both' or 'auto', got {amp!r}")
+    native = native_bf16(dev)
+    amps = ["none", "bf16"] if amp == "both" or (amp == "auto" and native) else ["none"] if amp == "auto" else [amp]
+    skipped = None if amp != "auto" or native else (
+        f"bf16 autocast skipped: this device ({dev.type}) does not compute bf16 natively, so its bf16 products would run in a "
+        f"slow emulation; --amp bf16 or --amp both times it anyway")
+    return amps, skipped
+
+def _bench_rounds(
+    c: TransformerConfig,  # the model sizes
+    batches: list[Batch],  # the batches, on `dev`, used in turn
+    amps: list[str],  # the precisions
+    dev: torch.device,  # where to train
+    rounds: int, steps: int, seed: int, progress: bool,  # as for `bench_train`
+) -> tuple[dict, dict, dict, dict]:
+    "Train every contender in every precision, `steps` at a time in a rotating order: (per-round (s/step, tok/s), ratios, ceilings, parameters)."
+    models, opts, params = {}, {}, {}
+    for a in amps:                                                # the same initial weights in every precision
+        torch.manual_seed(seed)
+        for name, cls in CONTENDERS.items():
+            models[a, name] = cls(c).to(dev).train(); opts[a, name] = make_optimizer(models[a, name])
+            params[name] = count_parameters(models[a, name])
+    cfgs = {a: TrainConfig(amp=a, label_smoothing=0.1, warmup=4000) for a in amps}
+    state, names = {k: 0 for k in models}, list(CONTENDERS)
+    def run(key, n):
+        "n training steps of one contender; returns (seconds, target tokens)."
+        toks = 0; _sync(dev); t = time.perf_counter()
+        for _ in range(n):
+            b = batches[state[key] % len(batches)]
+            state[key] += 1
+            cfg = cfgs[key[0]]
+            update_step(models[key], opts[key], [b], cfg=cfg, lr=learning_rate(cfg, state[key], d_model=c.d_model), device=dev)
+            toks += b.n_tgt_tokens
+        _sync(dev)
+        return time.perf_counter() - t, toks
+    for key in models: run(key, 1)                                # warm up: allocations, first-call costs
+    per = {k: [] for k in models}; ratio = {a: [] for a in amps}; ceil = {a: [] for a in amps}
+    for r in range(rounds):
+        keys = list(models)
+        for key in keys[r % len(keys):] + keys[:r % len(keys)]:   # a rotating order
+            secs, toks = run(key, steps)
+            per[key].append((secs / steps, toks / secs))
+        for a in amps:
+            ratio[a].append(per[a, names[0]][-1][1] / per[a, names[1]][-1][1])
+            ceil[a].append(matmul_ceiling(c, batches[0], dev, PRECISIONS[a][1]))
+        if progress: print(f"round {r + 1}/{rounds}: " + "; ".join(
+            f"{PRECISIONS[a][0]}: ours {per[a, names[0]][-1][1]:.0f} tok/s, torch {per[a, names[1]][-1][1]:.0f} tok/s, "
+            f"ratio {ratio[a][-1]:.2f}, ceiling {ceil[a][-1] / 1e9:.0f} GFLOP/s" for a in amps), file=sys.stderr)
+    return per, ratio, ceil, params
+
+def _bench_summary(
+    per: dict, ratio: dict, ceil: dict,  # what `_bench_rounds` measured
+    amps: list[str],  # the precisions
+    flops: float,  # model FLOPs of one training step
+) -> dict:
+    "Per precision: the matmul ceiling, the ratio of the two contenders, and each one's step time, throughput and share of the ceiling (medians and bests)."
+    out, names = {}, list(CONTENDERS)
+    for a in amps:
+        res = out[a] = {"label": PRECISIONS[a][0], "matmul_ceiling_flops": statistics.median(ceil[a]), "matmul_ceiling_best": max(ceil[a]),
+                        "ratio": statistics.median(ratio[a]), "ratio_min": min(ratio[a]), "ratio_max": max(ratio[a])}
+        for name in names:
+            p = per[a, name]
+            step_s, best_s = statistics.median(s for s, _ in p), min(s for s, _ in p)
+            res[name] = {"step_seconds": step_s, "step_seconds_best": best_s,
+                         "tok_per_s": statistics.median(t for _, t in p), "tok_per_s_best": max(t for _, t in p),
+                         "of_ceiling": flops / step_s / res["matmul_ceiling_best"], "of_ceiling_best": flops / best_s / res["matmul_ceiling_best"]}
+        res["ratio_best"] = res[names[0]]["tok_per_s_best"] / res[names[1]]["tok_per_s_best"]
+    if len(amps) == 2:    # ours in bf16 against ours in float32, within each round
+        out["bf16_over_float32"] = statistics.median(b[1] / f[1] for b, f in zip(per["bf16", names[0]], per["none", names[0]]))
+    return out
 
 def bench_train(
     config: str = "small",  # model configuration name
@@ -126,130 +204,19 @@ def bench_train(
     retain_memory: bool = True,  # keep freed memory for reuse, as `train` does on the CPU (`retain_freed_memory`)
 ) -> dict:
     "Time training steps of our Transformer and of torch.nn.Transformer in each precision, interleaved; medians over rounds."
-    if amp not in ("none", "bf16", "both", "auto"): raise ValueError(f"amp must be 'none', 'bf16', 'both' or 'auto', got {amp!r}")
     dev = resolve_device(device)
-    native = native_bf16(dev)
-    amps = ["none", "bf16"] if amp == "both" or (amp == "auto" and native) else ["none"] if amp == "auto" else [amp]
-    skipped = None if amp != "auto" or native else (
-        f"bf16 autocast skipped: this device ({dev.type}) does not compute bf16 natively, so its bf16 products would run in a "
-        f"slow emulation; --amp bf16 or --amp both times it anyway")
+    amps, skipped = _bench_precisions(amp, dev)
     retained = dev.type == "cpu" and retain_memory and retain_freed_memory()
     c = get_config(config, max_len=max(64, max_len + 2))
     batches = [b.to(dev) for b in synthetic_batches(4, pairs, min_len, max_len, c.src_vocab_size, seed)]
-    cfgs = {a: TrainConfig(amp=a, label_smoothing=0.1, warmup=4000) for a in amps}
-    names = ("annotated_tx", "torch.nn.Transformer")
-    with torch_threads(threads):
-        models, opts, params = {}, {}, {}
-        for a in amps:                                            # the same initial weights in every precision
-            torch.manual_seed(seed)
-            for name, cls in zip(names, (Transformer, TorchTransformerMT)):
-                models[a, name] = cls(c).to(dev).train(); opts[a, name] = make_optimizer(models[a, name])
-                params[name] = count_parameters(models[a, name])
-        state = {k: 0 for k in models}
-        def run(key, n):
-            "n training steps of one contender; returns (seconds, target tokens)."
-            toks = 0; _sync(dev); t = time.perf_counter()
-            for _ in range(n):
-                b = batches[state[key] % len(batches)]
-                state[key] += 1
-                update_step(models[key], opts[key], [b], step=state[key], cfg=cfgs[key[0]], d_model=c.d_model, device=dev)
-                toks += b.n_tgt_tokens
-            _sync(dev)
-            return time.perf_counter() - t, toks
-        for key in models: run(key, 1)                            # warm up: allocations, first-call costs
-        per = {k: [] for k in models}; ratio = {a: [] for a in amps}; ceil = {a: [] for a in amps}
-        for r in range(rounds):
-            keys = list(models)
-            for key in keys[r % len(keys):] + keys[:r % len(keys)]:   # a rotating order
-                secs, toks = run(key, steps)
-                per[key].append((secs / steps, toks / secs))
-            for a in amps:
-                ratio[a].append(per[a, names[0]][-1][1] / per[a, names[1]][-1][1])
-                ceil[a].append(matmul_ceiling(c, batches[0], dev, PRECISIONS[a][1]))
-            if progress: print(f"round {r + 1}/{rounds}: " + "; ".join(
-                f"{PRECISIONS[a][0]}: ours {per[a, names[0]][-1][1]:.0f} tok/s, torch {per[a, names[1]][-1][1]:.0f} tok/s, "
-                f"ratio {ratio[a][-1]:.2f}, ceiling {ceil[a][-1] / 1e9:.0f} GFLOP/s" for a in amps), file=sys.stderr)
+    with torch_threads(threads): per, ratio, ceil, params = _bench_rounds(c, batches, amps, dev, rounds, steps, seed, progress)
     flops = statistics.mean(train_flops(c, b) for b in batches)
     out = {"config": config, "device": str(dev), "threads": torch.get_num_threads() if threads is None else threads,
            "rounds": rounds, "steps": steps, "tgt_tokens_per_batch": statistics.mean(b.n_tgt_tokens for b in batches),
-           "train_flops_per_step": flops, "parameters": params, "memory_retained": retained, "native_bf16": native, "skipped": skipped}
-    for a in amps:
-        res = out[a] = {"label": PRECISIONS[a][0], "matmul_ceiling_flops": statistics.median(ceil[a]), "matmul_ceiling_best": max(ceil[a]),
-                        "ratio": statistics.median(ratio[a]), "ratio_min": min(ratio[a]), "ratio_max": max(ratio[a])}
-        for name in names:
-            p = per[a, name]
-            step_s, best_s = statistics.median(s for s, _ in p), min(s for s, _ in p)
-            res[name] = {"step_seconds": step_s, "step_seconds_best": best_s,
-                         "tok_per_s": statistics.median(t for _, t in p), "tok_per_s_best": max(t for _, t in p),
-                         "of_ceiling": flops / step_s / res["matmul_ceiling_best"], "of_ceiling_best": flops / best_s / res["matmul_ceiling_best"]}
-        res["ratio_best"] = res[names[0]]["tok_per_s_best"] / res[names[1]]["tok_per_s_best"]
-    if len(amps) == 2:    # ours in bf16 against ours in float32, within each round
-        out["bf16_over_float32"] = statistics.median(b[1] / f[1] for b, f in zip(per["bf16", names[0]], per["none", names[0]]))
-    return out
-
-def bench_train_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx bench train`: training throughput of our Transformer vs torch.nn.Transformer, and each one's share of the matmul ceiling."
-    p = argparse.ArgumentParser(prog="annotated-tx bench train", description=bench_train_main.__doc__)
-    p.add_argument("--config", default="small", help="model configuration (default: small)")
-    p.add_argument("--rounds", type=int, default=10, help="interleaved rounds (default: 10)")
-    p.add_argument("--steps", type=int, default=3, help="training steps per contender per round (default: 3)")
-    p.add_argument("--pairs", type=int, default=40, help="sentence pairs per batch (default: 40)")
-    p.add_argument("--min-len", type=int, default=15, help="shortest sentence in tokens (default: 15)")
-    p.add_argument("--max-len", type=int, default=35, help="longest sentence in tokens (default: 35)")
-    p.add_argument("--amp", default="auto", choices=["auto", "none", "bf16", "both"],
-                   help="auto: float32, and bf16 autocast too where the device computes bf16 natively (default); none: float32; "
-                        "bf16: bf16 autocast; both: the two interleaved in one run")
-    p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's default)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    p.add_argument("--json", default=None, help="also write the results to this JSON file")
-    p.add_argument("--quiet", action="store_true", help="do not print each round")
-    p.add_argument("--release-memory", action="store_true",
-                   help="let the C library return freed memory to the system, its default (train keeps it on the CPU)")
-    a = p.parse_args(argv)
-    r = bench_train(a.config, a.rounds, a.steps, a.pairs, a.min_len, a.max_len, a.amp, a.device, a.threads, a.seed, not a.quiet,
-                    retain_memory=not a.release_memory)
-    c = get_config(a.config)
-    print(f"training step, {a.config} (d_model {c.d_model}, {c.n_enc_layers}+{c.n_dec_layers} layers, {c.n_heads} heads, d_ff {c.d_ff}, "
-          f"vocab {c.src_vocab_size}), {a.pairs} pairs of {a.min_len}-{a.max_len} tokens (~{r['tgt_tokens_per_batch']:.0f} target tokens), "
-          f"{r['device']}, {r['threads']} threads; medians of {a.rounds} interleaved rounds of {a.steps} steps; the same Adam for both")
-    print(f"model FLOPs per step {r['train_flops_per_step'] / 1e9:.1f} G (analytic: 3 x forward matmuls); the matmul ceiling is "
-          f"the model's forward GEMM shapes, timed in this run in each precision; this device computes bf16 natively: "
-          f"{'yes' if r['native_bf16'] else 'no'}; freed memory retained: {'yes' if r['memory_retained'] else 'no'}")
-    if r["skipped"]: print(r["skipped"])
-    print(f"{'':36} {'step ms':>16} {'target tok/s':>16} {'% of ceiling':>15}")
-    print(f"{'':36} {'median    best':>16} {'median    best':>16} {'median   best':>15}")
-    for amp in ("none", "bf16"):
-        if amp not in r: continue
-        res = r[amp]
-        for k in ("annotated_tx", "torch.nn.Transformer"):
-            x = res[k]
-            print(f"{k + ', ' + res['label']:36} {x['step_seconds'] * 1e3:7.0f} {x['step_seconds_best'] * 1e3:7.0f}  {x['tok_per_s']:7.0f} "
-                  f"{x['tok_per_s_best']:7.0f}   {x['of_ceiling']:6.1%} {x['of_ceiling_best']:6.1%}")
-        print(f"{'':2}{res['label']}: matmul ceiling {res['matmul_ceiling_flops'] / 1e9:.0f} GFLOP/s median, "
-              f"{res['matmul_ceiling_best'] / 1e9:.0f} best (% of ceiling is against the best); ratio annotated_tx / torch.nn.Transformer {res['ratio']:.2f}x "
-              f"median of rounds (range {res['ratio_min']:.2f}-{res['ratio_max']:.2f}), {res['ratio_best']:.2f}x best vs best")
-    if "bf16_over_float32" in r:
-        print(f"annotated_tx in bf16 autocast / in float32 (target tok/s): {r['bf16_over_float32']:.2f}x median of rounds")
-    if a.json: Path(a.json).write_text(json.dumps(r, indent=1))
-    return 0
+           "train_flops_per_step": flops, "parameters": params, "memory_retained": retained, "native_bf16": native_bf16(dev), "skipped": skipped}
+    return {**out, **_bench_summary(per, ratio, ceil, amps, flops)}
 
 # %% ../nbs/19_speed.ipynb #65c3be4d
-def marian_model(config: TransformerConfig):
-    "HuggingFace's MarianMTModel with the sizes of `config`, randomly initialised (nothing downloaded)."
-    try:
-        from transformers import MarianConfig, MarianMTModel
-    except ImportError:
-        raise ImportError("HuggingFace transformers is not installed: pip install 'annotated_tx[interop]'") from None
-    c = config
-    mc = MarianConfig(vocab_size=c.tgt_vocab_size, decoder_vocab_size=c.tgt_vocab_size, d_model=c.d_model,
-                      encoder_layers=c.n_enc_layers, decoder_layers=c.n_dec_layers, encoder_attention_heads=c.n_heads,
-                      decoder_attention_heads=c.n_heads, encoder_ffn_dim=c.d_ff, decoder_ffn_dim=c.d_ff,
-                      activation_function="relu", max_position_embeddings=c.max_len, scale_embedding=True,
-                      share_encoder_decoder_embeddings=True, pad_token_id=c.pad_id, bos_token_id=c.bos_id,
-                      eos_token_id=c.eos_id, decoder_start_token_id=c.bos_id, forced_eos_token_id=None, dropout=c.dropout)
-    return MarianMTModel(mc).eval()
-
 def bench_sources(
     n: int,  # sentences
     lo: int,  # shortest, in tokens (EOS included)
@@ -266,40 +233,21 @@ def bench_sources(
         src[i, :L - 1], src[i, L - 1] = torch.randint(4, vocab, (L - 1,), generator=g), eos_id
     return src
 
-def _peers(model: Transformer, src: Tensor, T: int, beam: int, marian: bool, ct2: bool) -> dict:
-    "Marian's generate() and CTranslate2 (float32, int8) on `model`'s own weights, each a function that decodes `src`: name -> fn."
-    from annotated_tx.interop import to_marian_model, to_ctranslate2        # the next chapter's converters (they import lazily)
-    out, c = {}, model.config
-    if marian:
-        try:
-            import transformers; transformers.logging.set_verbosity_error()
-        except ImportError: print("HuggingFace transformers is not installed: pip install 'annotated_tx[interop]'; timing without Marian")
-        else:
-            hf, att = to_marian_model(model).to(src.device), (src != c.pad_id).long()
-            def hf_generate(k):
-                with torch.inference_mode():
-                    return hf.generate(input_ids=src, attention_mask=att, num_beams=k, do_sample=False, max_new_tokens=T,
-                                       min_new_tokens=T)[:, 1:]              # drop the decoder start token
-            out["Marian greedy"], out[f"Marian beam-{beam}"] = lambda: hf_generate(1), lambda: hf_generate(beam)
-    if ct2 and src.device.type == "cpu":
-        try: import ctranslate2
-        except ImportError: print("CTranslate2 is not installed: pip install 'annotated_tx[interop]'; timing without it"); return out
-        import tempfile
-        pieces = ["<pad>", "<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(4, c.tgt_vocab_size)]
-        ids = {p: i for i, p in enumerate(pieces)}
-        rows = [[pieces[i] for i in r if i != c.pad_id][:-1] for r in src.tolist()]     # the exported model appends EOS
-        with tempfile.TemporaryDirectory() as d:
-            to_ctranslate2(model, pieces, d, "float32", force=True)
-            engines = {q: ctranslate2.Translator(d, device="cpu", compute_type=q, intra_threads=torch.get_num_threads())
-                       for q in ("float32", "int8")}
-        def ct2_translate(q, k):
-            res = engines[q].translate_batch(rows, beam_size=k, min_decoding_length=T, max_decoding_length=T, max_input_length=0,
-                                             suppress_sequences=[["<pad>"], ["<s>"]])
-            return torch.tensor([[ids[p] for p in r.hypotheses[0]] for r in res])
-        for q in ("float32", "int8"):
-            out[f"CTranslate2 {q} greedy"] = lambda q=q: ct2_translate(q, 1)
-            out[f"CTranslate2 {q} beam-{beam}"] = lambda q=q: ct2_translate(q, beam)
-    return out
+def _check_decode_sizes(
+    n_sentences: int,  # as for `bench_decode`
+    src_len: tuple[int, int],  # (shortest, longest) source, EOS included
+    new_tokens: int,  # tokens generated per sentence
+    beam: int,  # beam size
+    rounds: int,  # timed rounds
+    max_len: int,  # the model's longest sequence
+) -> None:
+    "Refuse sizes `bench_decode` cannot run, in one line naming the setting, before torch fails deep inside."
+    lo, hi = src_len
+    for name, v in (("n_sentences", n_sentences), ("min_src_len", lo), ("new_tokens", new_tokens), ("beam", beam), ("rounds", rounds)):
+        if v < 1: raise ValueError(f"{name} must be at least 1, got {v}")
+    if lo > hi: raise ValueError(f"min_src_len {lo} is more than max_src_len {hi}")
+    for name, v in (("max_src_len", hi), ("new_tokens", new_tokens)):
+        if v > max_len: raise ValueError(f"{name} {v} is more than the model's max_len {max_len}")
 
 def bench_decode(
     config: str = "small",  # model configuration name
@@ -308,21 +256,22 @@ def bench_decode(
     new_tokens: int = 40,  # tokens each contender generates per sentence (EOS suppressed)
     beam: int = 4,  # beam size of the beam-search contenders
     rounds: int = 5,  # timed rounds (each contender once per round, interleaved)
-    marian: bool = True,  # include HuggingFace MarianMTModel (needs transformers)
-    ct2: bool = True,  # include CTranslate2, float32 and int8 (needs ctranslate2 and transformers; CPU only)
+    peers: Callable[[Transformer, Tensor, int, int], dict] | None = None,  # (model, sources, new tokens, beam) -> the other contenders, name -> fn (the next chapter's `decode_peers`)
     device: str = "cpu",  # where to run
     seed: int = 0,  # seed of the weights and the sources
 ) -> dict[str, list[float]]:
     "Time greedy and beam-search decoding, ours, Marian's and CTranslate2's on the same weights, interleaved; prints tokens/s and ratios."
+    cfg = get_config(config)
+    _check_decode_sizes(n_sentences, src_len, new_tokens, beam, rounds, cfg.max_len)
     device = torch.device(device)
     torch.manual_seed(seed)
-    cfg = get_config(config)
     model = Transformer(cfg).to(device).eval()
     src = bench_sources(n_sentences, *src_len, cfg.src_vocab_size, seed, cfg.eos_id).to(device)
     T = new_tokens
-    contenders = {"ours greedy": lambda: greedy_decode(model, src, 0, T, min_len=T)[0],
-                  f"ours beam-{beam}": lambda: beam_search(model, src, beam, 0.6, 0, T, min_len=T)[0]}
-    if marian or ct2: contenders.update(_peers(model, src, T, beam, marian, ct2))
+    limits = dict(max_len_a=0, max_len_b=T, min_len=T)                   # exactly T tokens
+    contenders = {"ours greedy": lambda: greedy_decode(model, src, DecodeConfig(search="greedy", **limits))[0],
+                  f"ours beam-{beam}": lambda: beam_search(model, src, DecodeConfig(beam=beam, alpha=0.6, **limits))[0]}
+    if peers is not None: contenders.update(peers(model, src, T, beam))
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     greedy = {}
     for name, f in contenders.items():                                   # warm up, and check the work is the same
@@ -351,26 +300,3 @@ def bench_decode(
     for name, out in greedy.items():                                      # the same weights: the same greedy tokens?
         if name != "ours greedy": print(f"{name}: {(out == greedy['ours greedy']).all(1).sum()} of {n_sentences} greedy outputs identical to ours")
     return tps
-
-# %% ../nbs/19_speed.ipynb #1dea6bb8
-def bench_decode_main(argv: list[str] | None = None) -> int:
-    "Time our greedy and beam-search decoding against HuggingFace's MarianMTModel and CTranslate2, on the same (random) weights."
-    ap = argparse.ArgumentParser(prog="annotated-tx bench decode", description=bench_decode_main.__doc__)
-    ap.add_argument("--config", default="small", help="model configuration: small, base or big (default: small)")
-    ap.add_argument("--sentences", type=int, default=40, help="source sentences, decoded as one batch (default: 40)")
-    ap.add_argument("--min-src-len", type=int, default=15, help="shortest source sentence in tokens (default: 15)")
-    ap.add_argument("--max-src-len", type=int, default=35, help="longest source sentence in tokens (default: 35)")
-    ap.add_argument("--new-tokens", type=int, default=40, help="tokens generated per sentence, EOS suppressed (default: 40)")
-    ap.add_argument("--beam", type=int, default=4, help="beam size of the beam-search contenders (default: 4)")
-    ap.add_argument("--rounds", type=int, default=5, help="timed rounds; each contender runs once per round, interleaved (default: 5)")
-    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
-    ap.add_argument("--device", default="cpu", help="device to run on (default: cpu)")
-    ap.add_argument("--no-marian", action="store_true", help="skip HuggingFace MarianMTModel")
-    ap.add_argument("--no-ct2", action="store_true", help="skip CTranslate2")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the random weights and sources (default: 0)")
-    args = ap.parse_args(argv)
-    if not 1 <= args.min_src_len <= args.max_src_len: ap.error("need 1 <= --min-src-len <= --max-src-len")
-    if args.threads: torch.set_num_threads(args.threads)
-    bench_decode(args.config, args.sentences, (args.min_src_len, args.max_src_len), args.new_tokens, args.beam, args.rounds,
-                 marian=not args.no_marian, ct2=not args.no_ct2, device=args.device, seed=args.seed)
-    return 0

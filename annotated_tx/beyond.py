@@ -7,20 +7,24 @@ Docs: https://annotated-tx.github.io/annotated_tx/beyond.html.md"""
 # %% ../nbs/18_beyond.ipynb #7159b658
 from __future__ import annotations
 import math, time
+from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
 from .attention import KVCache, padding_mask, attention, fast_attention, alibi_bias
 from .layers import Embeddings, alibi_slopes
-from .model import TransformerConfig, ModelBase, EncoderLayer, Encoder, position_module, torch_threads, evaluating
-from .batching import Batch, TokenBatchSampler
+from .model import TransformerConfig, ModelBase, EncoderLayer, Encoder, position_module, evaluating
+from .runtime import torch_threads
+from .batching import TokenBatchSampler
+from .optimization import label_smoothed_loss
 from .tokenizer import PAD_ID, BOS_ID, EOS_ID
+from .decoding import cut_at_eos
 
 # %% auto #0
-__all__ = ['lm_config', 'DecoderOnlyLM', 'generate', 'SourceFree', 'mask_tokens', 'MLMBatches', 'EncoderOnlyMLM',
-           'masked_accuracy', 'token_stream', 'WindowBatches', 'nll_by_position', 'score_matrix_bytes',
-           'peak_cpu_bytes', 'attention_costs', 'kv_cache_bytes_per_token']
+__all__ = ['lm_config', 'DecoderOnlyLM', 'generate', 'TokenBatch', 'token_loss', 'LMBatches', 'mask_tokens', 'MLMBatches',
+           'EncoderOnlyMLM', 'masked_accuracy', 'token_stream', 'WindowBatches', 'nll_by_position',
+           'score_matrix_bytes', 'peak_cpu_bytes', 'attention_costs', 'kv_cache_bytes_per_token']
 
 # %% ../nbs/18_beyond.ipynb #de858f92
 def lm_config(
@@ -85,16 +89,48 @@ def generate(
             if done.all(): break
             x = nxt[:, None]
     rows = torch.stack(out, 1).tolist()
-    return [r[:r.index(c.eos_id)] if c.eos_id in r else r for r in rows]
+    return [cut_at_eos(r, c.eos_id, pad=None) for r in rows]
 
 # %% ../nbs/18_beyond.ipynb #c5f3a7bc
-class SourceFree(nn.Module):
-    "Adapts a `tokens -> logits` model to the trainer's `(src, tgt_in) -> logits`: the source is ignored."
-    def __init__(self, model: nn.Module):  # a DecoderOnlyLM or EncoderOnlyMLM
-        super().__init__()
-        self.model = model
+@dataclass
+class TokenBatch:
+    "A batch of a one-stack model: the tokens it reads and the token to predict at each position (PAD: none)."
+    inputs: Tensor  # `[B, L]` token ids the model reads
+    targets: Tensor  # `[B, L]` the token to predict at each position, PAD where there is none
+    n_tgt_tokens: int  # positions with a target: the trainer averages the loss over these
+    pad_id: int = PAD_ID  # the padding id
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor: return self.model(tgt_in)
+    def to(self, device: str | torch.device, non_blocking: bool = False) -> "TokenBatch":
+        "The same batch on `device`."
+        move = lambda t: t.to(device, non_blocking=non_blocking)
+        return TokenBatch(move(self.inputs), move(self.targets), self.n_tgt_tokens, self.pad_id)
+
+def token_loss(
+    model: nn.Module,  # maps `[B, L]` token ids to `[B, L, V]` logits: a `DecoderOnlyLM` or an `EncoderOnlyMLM`
+    batch: TokenBatch,  # its inputs and targets
+    epsilon: float = 0.0,  # label smoothing (0: the plain NLL, whose exponential is the perplexity)
+) -> tuple[Tensor, Tensor]:
+    "Summed loss and summed NLL over the batch's targets: the trainer's `loss` for a one-stack model."
+    return label_smoothed_loss(model(batch.inputs), batch.targets, epsilon, batch.pad_id)
+
+class LMBatches:
+    "`LMBatches(sentences)(epoch)`: one epoch of next-token `TokenBatch`es, sentences grouped by length: input BOS y₁ … yₘ, targets y₁ … yₘ EOS."
+    def __init__(self,
+                 sentences: Sequence[Sequence[int]],  # token ids, no special tokens
+                 max_tokens: int = 2048,  # padded tokens per batch
+                 shuffle: bool = True,  # shuffle (training) or fixed order (validation)
+                 seed: int = 0):  # the order depends only on (seed, epoch)
+        self.sentences = sentences
+        lens = [len(s) for s in sentences]
+        self.sampler = TokenBatchSampler(lens, lens, max_tokens, shuffle, seed)
+
+    def __call__(self, epoch: int = 0) -> Iterator[TokenBatch]:
+        pad = lambda rows: nn.utils.rnn.pad_sequence([torch.tensor(r, dtype=torch.long) for r in rows], batch_first=True, padding_value=PAD_ID)
+        for idx in self.sampler.batches(epoch):
+            tgt = pad([[*self.sentences[i], EOS_ID] for i in idx])
+            yield TokenBatch(pad([[BOS_ID, *self.sentences[i]] for i in idx]), tgt, int((tgt != PAD_ID).sum()))
+
+    def __len__(self) -> int: return len(self.sampler)
 
 # %% ../nbs/18_beyond.ipynb #e32bf75f
 def mask_tokens(
@@ -120,7 +156,7 @@ def mask_tokens(
 
 # %% ../nbs/18_beyond.ipynb #14f861e8
 class MLMBatches:
-    "`MLMBatches(sentences, mask_id, vocab_size)(epoch)`: one epoch of masked-language-model `Batch`es."
+    "`MLMBatches(sentences, mask_id, vocab_size)(epoch)`: one epoch of masked-language-model `TokenBatch`es."
     def __init__(self,
                  sentences: Sequence[Sequence[int]],  # token ids, no special tokens
                  mask_id: int,  # id of the mask symbol
@@ -136,12 +172,12 @@ class MLMBatches:
         self.sampler = TokenBatchSampler(lens, lens, max_tokens, shuffle, seed)
         self.mask_id, self.vocab_size, self.p, self.seed = mask_id, vocab_size, p, seed
 
-    def __call__(self, epoch: int = 0) -> Iterator[Batch]:
+    def __call__(self, epoch: int = 0) -> Iterator[TokenBatch]:
         g = torch.Generator().manual_seed(self.seed * 100_003 + epoch)
         for idx in self.sampler.batches(epoch):
             x = nn.utils.rnn.pad_sequence([torch.tensor(self.sentences[i]) for i in idx], batch_first=True, padding_value=PAD_ID)
             inp, tgt = mask_tokens(x, self.mask_id, self.vocab_size, g, self.p)
-            yield Batch(x[:, -1:], inp, tgt, int((x != PAD_ID).sum()), int((tgt != PAD_ID).sum()))
+            yield TokenBatch(inp, tgt, int((tgt != PAD_ID).sum()))
 
     def __len__(self) -> int: return len(self.sampler)
 
@@ -167,17 +203,17 @@ class EncoderOnlyMLM(ModelBase):
 # %% ../nbs/18_beyond.ipynb #842ce1a4
 def masked_accuracy(
     model: EncoderOnlyMLM,  # a masked language model
-    batches: Sequence[Batch],  # batches from `MLMBatches`
+    batches: Sequence[TokenBatch],  # batches from `MLMBatches`
     mask_id: int,  # never predicted
 ) -> float:
     "Share of the predicted positions whose most probable token is the original one."
     hits = n = 0
     with evaluating(model):
         for b in batches:
-            logits = model(b.tgt_in)
+            logits = model(b.inputs)
             logits[..., mask_id] = -math.inf
-            chosen = b.tgt_out != PAD_ID
-            hits += int((logits.argmax(-1)[chosen] == b.tgt_out[chosen]).sum()); n += int(chosen.sum())
+            chosen = b.targets != PAD_ID
+            hits += int((logits.argmax(-1)[chosen] == b.targets[chosen]).sum()); n += int(chosen.sum())
     return hits / n
 
 # %% ../nbs/18_beyond.ipynb #9153a03c
@@ -198,12 +234,12 @@ class WindowBatches:
         if stream.numel() < L + 2: raise ValueError(f"a stream of {stream.numel()} tokens has no window of {L + 1}")
         self.stream, self.L, self.batch_size, self.n_batches, self.seed = stream, L, batch_size, n_batches, seed
 
-    def __call__(self, epoch: int = 0) -> Iterator[Batch]:
+    def __call__(self, epoch: int = 0) -> Iterator[TokenBatch]:
         g = torch.Generator().manual_seed(self.seed * 100_003 + epoch)
         for _ in range(self.n_batches):
             start = torch.randint(0, self.stream.numel() - self.L - 1, (self.batch_size, 1), generator=g)
             w = self.stream[start + torch.arange(self.L + 1)]
-            yield Batch(w[:, :1], w[:, :-1], w[:, 1:], w.size(0), w.size(0) * self.L)
+            yield TokenBatch(w[:, :-1], w[:, 1:], w.size(0) * self.L)
 
     def __len__(self) -> int: return self.n_batches
 
@@ -285,5 +321,4 @@ def kv_cache_bytes_per_token(
     dtype: torch.dtype = torch.float32,  # element type of the cache
 ) -> int:
     "Bytes of keys and values the decoder keeps per token (self-attention, per generated token; or cross-attention, per source token)."
-    d_k, d_v = c.d_k or c.d_model // c.n_heads, c.d_v or c.d_model // c.n_heads
-    return c.n_dec_layers * c.n_heads * (d_k + d_v) * torch.empty(0, dtype=dtype).element_size()
+    return c.n_dec_layers * c.n_heads * (c.head_dim + c.value_dim) * torch.empty(0, dtype=dtype).element_size()

@@ -4,31 +4,22 @@
 
 # %% ../nbs/11_copy_task.ipynb #f67b968f
 from __future__ import annotations
-import argparse, json, random, sys
+import json, random
+from dataclasses import fields
 from pathlib import Path
 import torch
 from torch import Tensor
-from .model import Transformer, TransformerConfig, load_model, count_parameters, torch_threads
+from .model import Transformer, TransformerConfig, load_model, count_parameters
+from .runtime import torch_threads
 from .tokenizer import Tokenizer
 from .batching import Batches, make_batch
-from .trainer import TrainConfig, train, list_checkpoints, average_checkpoints
-from .decoding import greedy_decode
+from .trainer import TrainConfig, train
+from . import checkpoints
+from .decoding import DecodeConfig, greedy_decode, cut_at_eos
 
 # %% auto #0
-__all__ = ['LETTERS', 'COPY_MODEL', 'COPY_TRAIN', 'copy_sentences', 'copy_tokenizer', 'greedy_copy', 'exact_match', 'train_copy',
-           'copy_main']
-
-# %% ../nbs/11_copy_task.ipynb #7310f2ee
-_MOVED = {**{name: "annotated_tx.benchmarks" for name in ("TorchTransformerMT", "synthetic_batches", "matmul_shapes", "train_flops",
-                                                        "matmul_ceiling", "bench_train", "bench_train_main")},
-          "torch_threads": "annotated_tx.model"}
-
-def __getattr__(name: str):
-    "Names that moved to other chapters stay importable from here for one release, with a warning."
-    if name not in _MOVED: raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib, warnings
-    warnings.warn(f"annotated_tx.copy_task.{name} moved to {_MOVED[name]}.{name}", DeprecationWarning, stacklevel=2)
-    return getattr(importlib.import_module(_MOVED[name]), name)
+__all__ = ['LETTERS', 'COPY_MODEL', 'COPY_TRAIN', 'COPY_SETTINGS', 'copy_sentences', 'copy_tokenizer', 'greedy_copy',
+           'exact_match', 'train_copy', 'copy_settings']
 
 # %% ../nbs/11_copy_task.ipynb #0390a68a
 LETTERS = "abcdefghij"
@@ -63,8 +54,8 @@ def greedy_copy(
 ) -> list[list[int]]:
     "Greedy decoding (`greedy_decode`); each output up to (not including) EOS."
     c = model.config
-    tokens, _ = greedy_decode(model, src, max_len_a=0, max_len_b=max_len)
-    return [[t for t in r if t != c.pad_id][:-1] if c.eos_id in r else [t for t in r if t != c.pad_id] for r in tokens.tolist()]
+    tokens, _ = greedy_decode(model, src, DecodeConfig(search="greedy", max_len_a=0, max_len_b=max_len))
+    return [cut_at_eos(r, c.eos_id, c.pad_id) for r in tokens.tolist()]
 
 def exact_match(
     model: Transformer,  # a trained copy model
@@ -92,7 +83,7 @@ def train_copy(
     max_updates: int = 700,  # update limit
     average_last: int = 5,  # checkpoints averaged into the final model (0: none)
     seed: int = 0,  # seeds the data, the initialisation and the training
-    threads: int | None = 1,  # torch threads while training (None: leave as is)
+    threads: int | None = 1,  # torch threads while training (0 or None: leave torch's setting as is)
     device: str = "auto",  # 'auto', 'cpu', 'cuda'
     progress: bool = True,  # show the progress bar
 ) -> dict:
@@ -114,28 +105,34 @@ def train_copy(
         results = {"updates": hist["step"], "stopped": hist["stopped"], "train_seconds": hist["train"][-1]["seconds"],
                    "parameters": count_parameters(model), "held_out": len(held_out),
                    "exact_match_last": exact_match(load_model(out / "model.safetensors", model.src_emb.weight.device), tok, held_out)}
-        ckpts = list_checkpoints(out)[-average_last:] if average_last else []
+        ckpts = checkpoints.list_checkpoints(out)[-average_last:] if average_last else []
         if len(ckpts) > 1:
-            avg = average_checkpoints(ckpts, out / "model_avg.safetensors")
+            avg = checkpoints.average_last(out, average_last)          # into out/model_avg.safetensors
             results["averaged"] = [p.name for p in ckpts]
             results["exact_match_avg"] = exact_match(load_model(avg, model.src_emb.weight.device), tok, held_out)
     results["exact_match"] = results.get("exact_match_avg", results["exact_match_last"])
     (out / "results.json").write_text(json.dumps(results, indent=1))
     return {**results, "history": hist}
 
-def copy_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx train --preset copy`: train the copy task and report held-out exact match."
-    p = argparse.ArgumentParser(prog="annotated-tx train --preset copy", description=copy_main.__doc__)
-    p.add_argument("--out", default="runs/copy", help="run directory (default: runs/copy)")
-    p.add_argument("--minutes", type=float, default=1.0, help="training time limit in minutes (default: 1)")
-    p.add_argument("--updates", type=int, default=700, help="update limit (default: 700)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default: 1; 0 = torch's default)")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    a = p.parse_args(argv)
-    r = train_copy(a.out, a.minutes, a.updates, seed=a.seed, threads=a.threads or None, device=a.device, progress=not a.no_progress)
-    print(f"copy task: {r['updates']} updates in {r['train_seconds']:.0f}s; held-out exact match "
-          f"{r['exact_match_last']:.1%} (last weights), {r.get('exact_match_avg', float('nan')):.1%} "
-          f"(average of the last {len(r.get('averaged', []))} checkpoints); model and tokenizer in {a.out}")
-    return 0
+COPY_SETTINGS = {  # what `annotated-tx train --preset copy` takes from `--set` (as a recipe spells it): `train_copy`'s argument for each
+    "train.max_minutes": "minutes", "train.max_updates": "max_updates", "train.seed": "seed", "train.device": "device"}
+
+def _dotted(d: dict, prefix: str = "") -> list[tuple[str, object]]:
+    "The leaves of nested dicts as (dotted key, value): {'train': {'seed': 1}} -> [('train.seed', 1)]."
+    return [kv for k, v in d.items() for kv in (_dotted(v, f"{prefix}{k}.") if isinstance(v, dict) else [(f"{prefix}{k}", v)])]
+
+def copy_settings(
+    overrides: dict,  # recipe fields as `--set` gives them, e.g. {'train': {'max_updates': 50}}
+) -> dict:
+    "`train_copy`'s keyword arguments for recipe-style `overrides`; one the copy task lacks, or a value `TrainConfig` refuses, is a ValueError."
+    given = dict(_dotted(overrides))
+    for key in given:
+        if key not in COPY_SETTINGS: raise ValueError(f"--set {key}: the copy task has no such setting; it takes {', '.join(COPY_SETTINGS)}")
+    train, numbers = overrides.get("train", {}), {f.name for f in fields(TrainConfig) if type(f.default) in (int, float)}
+    for name, value in train.items():                                   # as a `Recipe` checks them
+        if name in numbers and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise ValueError(f"train.{name} must be a number, got {value!r}")
+    try: cfg = TrainConfig(**{**COPY_TRAIN, **train})
+    except ValueError as e: raise ValueError(str(e).replace("TrainConfig.", "train.")) from None
+    if not (cfg.max_updates or cfg.max_minutes): raise ValueError("train.max_updates and train.max_minutes are both 0: the copy task needs a limit")
+    return {COPY_SETTINGS[key]: value for key, value in given.items()}

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 from tqdm.auto import tqdm
+from .runtime import say
 
 # %% auto #0
 __all__ = ['DATA_ENV', 'MULTI30K_URL', 'MULTI30K_SPLITS', 'MULTI30K_LANGS', 'MULTI30K_SHA256', 'MULTI30K_LINES', 'WMT14_SPLITS',
-           'WMT14_LANGS', 'CORPORA', 'normalize_text', 'read_lines', 'say', 'read_parallel', 'cache_dir', 'data_root',
-           'find_file', 'download_multi30k', 'multi30k_file', 'load_multi30k', 'verify_multi30k', 'download_main',
+           'WMT14_LANGS', 'CORPORA', 'normalize_text', 'read_lines', 'read_parallel', 'cache_dir', 'data_root',
+           'find_file', 'download_multi30k', 'multi30k_file', 'load_multi30k', 'verify_multi30k', 'ensure_multi30k',
            'wmt14_file', 'load_wmt14', 'Corpus', 'register_corpus', 'get_corpus']
 
 # %% ../nbs/05_data.ipynb #59d8898e
@@ -29,12 +30,14 @@ def normalize_text(
 
 # %% ../nbs/05_data.ipynb #d90f1b3d
 def read_lines(
-    path: str | Path,  # a UTF-8 text file, plain or .gz
+    path: str | Path,  # a UTF-8 text file, plain or .gz; '-' reads standard input
 ) -> list[str]:
-    "The lines of a UTF-8 text file (plain or gzip), without line endings; bad bytes raise an error naming file and line."
-    path = Path(path)
-    if not path.is_file(): raise FileNotFoundError(f"no such file: {path}")
-    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    "The lines of a UTF-8 text file (plain or gzip, or '-' for stdin), without line endings; bad bytes raise an error naming file and line."
+    if str(path) == "-": data, path = sys.stdin.buffer.read(), "standard input"
+    else:
+        path = Path(path)
+        if not path.is_file(): raise FileNotFoundError(f"no such file: {path}")
+        data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
     try: text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
@@ -45,12 +48,6 @@ def read_lines(
     return [l.removesuffix("\r") for l in lines]
 
 # %% ../nbs/05_data.ipynb #f0260153
-def say(
-    msg: str,  # one line for the user: what happened, or what is wrong
-) -> None:
-    "Tell the user something on stderr, at once; stdout stays for results."
-    print(msg, file=sys.stderr, flush=True)
-
 def read_parallel(
     src_path: str | Path,  # source-language file (plain or .gz), one sentence per line
     tgt_path: str | Path,  # target-language file; line i translates line i of src_path
@@ -73,9 +70,6 @@ def read_parallel(
             skip = set(empty)
             pairs = [p for i, p in enumerate(pairs, 1) if i not in skip]
     return pairs
-
-# %% ../nbs/05_data.ipynb #01a4819f
-_say = say  # the former private name, kept importable for one release
 
 # %% ../nbs/05_data.ipynb #fbae78a0
 DATA_ENV = "ANNOTATED_TX_DATA"  # environment variable: the directory that contains multi30k/ (and wmt14/)
@@ -206,22 +200,19 @@ def verify_multi30k(
     return out
 
 # %% ../nbs/05_data.ipynb #8c3e1579
-def download_main(argv: list[str] | None = None) -> int:
-    "Download Multi30k (task 1: train, val, test_2016_flickr; de and en) and verify every file's sha256."
-    import argparse
-    ap = argparse.ArgumentParser(prog="annotated-tx download", description=download_main.__doc__)
-    ap.add_argument("--data-dir", type=Path, default=None,
-                    help=f"directory to put multi30k/ in (default: ${DATA_ENV}, else {cache_dir()})")
-    ap.add_argument("--url", default=MULTI30K_URL, help="address template with {split} and {lang} (default: the multi30k/dataset repository)")
-    ap.add_argument("--force", action="store_true", help="download even the files that are already there")
-    args = ap.parse_args(argv)
-    root, origin = data_root(args.data_dir)
+def ensure_multi30k(
+    data_dir: str | Path | None = None,  # directory to put multi30k/ in (default: $ANNOTATED_TX_DATA, then the cache)
+    url: str = MULTI30K_URL,  # address template with {split} and {lang}
+    *,
+    force: bool = False,  # download every file, even those already there
+) -> dict[Path, bool]:
+    "Download the Multi30k splits that lack a file (all of them with `force`), then whether each expected file has its published sha256."
+    root, _ = data_root(data_dir)
     dest = root / "multi30k"
-    missing = [s for s in MULTI30K_SPLITS if args.force or any(find_file(dest, f"{s}.{l}") is None for l in MULTI30K_LANGS)]
-    if missing: download_multi30k(dest, args.url, splits=tuple(missing))
-    checks = verify_multi30k(root)
-    for name, ok in checks.items(): print(f"{'ok ' if ok else 'BAD'} {dest / name}")
-    return 0 if len(checks) == len(MULTI30K_SHA256) and all(checks.values()) else 1
+    missing = [s for s in MULTI30K_SPLITS if force or any(find_file(dest, f"{s}.{l}") is None for l in MULTI30K_LANGS)]
+    if missing: download_multi30k(dest, url, splits=tuple(missing))
+    found = verify_multi30k(root)
+    return {dest / name: found.get(name, False) for name in MULTI30K_SHA256}   # a file still missing counts as failed
 
 # %% ../nbs/05_data.ipynb #4b2131b6
 WMT14_SPLITS = ("train", "newstest2013", "newstest2014")

@@ -6,31 +6,21 @@ Docs: https://annotated-tx.github.io/annotated_tx/decoding.html.md"""
 
 # %% ../nbs/10_decoding.ipynb #27159e42
 from __future__ import annotations
-import argparse, math, sys
-from dataclasses import dataclass
+import math, sys
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from .model import Transformer, TransformerConfig, DecoderCache, load_model, default_device, evaluating
-from .tokenizer import Tokenizer
-from .data import say
+from .model import Transformer, TransformerConfig, DecoderCache, load_model, evaluating
+from .tokenizer import Tokenizer, PAD_ID, EOS_ID, check_fits
+from .runtime import say
 
 # %% auto #0
-__all__ = ['CONVENTIONS', 'IncrementalDecoder', 'UncachedDecoder', 'length_penalty', 'max_output_lengths', 'greedy_decode',
-           'beam_step', 'beam_search', 'Hypothesis', 'Translator', 'translate', 'translate_parser', 'run_translate',
-           'translate_main']
-
-# %% ../nbs/10_decoding.ipynb #ffa47f71
-_MOVED = {name: "annotated_tx.benchmarks" for name in ("marian_model", "bench_sources", "bench_decode", "bench_decode_main")}
-
-def __getattr__(name: str):
-    "Names that moved to the benchmarks chapter stay importable from here for one release, with a warning."
-    if name not in _MOVED: raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib, warnings
-    warnings.warn(f"annotated_tx.decoding.{name} moved to {_MOVED[name]}.{name}", DeprecationWarning, stacklevel=2)
-    return getattr(importlib.import_module(_MOVED[name]), name)
+__all__ = ['CONVENTIONS', 'SEARCHES', 'IncrementalDecoder', 'UncachedDecoder', 'length_penalty', 'max_output_lengths',
+           'DecodeConfig', 'greedy_decode', 'cut_at_eos', 'beam_step', 'beam_search', 'decode', 'Hypothesis',
+           'Translator', 'translate']
 
 # %% ../nbs/10_decoding.ipynb #85ace6e8
 class IncrementalDecoder:
@@ -38,9 +28,9 @@ class IncrementalDecoder:
     def __init__(self,
                  model: Transformer,  # an encoder-decoder Transformer (in eval mode)
                  src: Tensor,  # `[B, S]` source ids, PAD-padded
-                 k: int = 1,  # rows per sentence: the beam size
+                 k: int = 1,  # rows per sentence, the beam size (the cache's beams share their sentence's memory: no copy here)
                  max_steps: int = 256):  # most positions that will be decoded
-        self.model, self.k = model, k
+        self.model = model
         self.mask = model.src_mask(src)
         self.memory = model.encode(src, self.mask)
         self.cache = DecoderCache(len(model.decoder.layers), max_steps)
@@ -59,12 +49,12 @@ class IncrementalDecoder:
         self.memory = None                                            # projected into the cache: no longer needed
         return self.log_probs(h)
 
-    def select(self,
-               rows: Tensor,  # new row r continues old row rows[r] (beams of kept sentences, in order)
-               sentences: Tensor | None = None,  # the sentences still decoding, if some just finished
-               ):
+    def reorder(self,
+                rows: Tensor,  # new row r continues old row rows[r] (beams of kept sentences, in order)
+                sentences: Tensor | None = None,  # the sentences still decoding, if some just finished
+                ):
         "Reorder the rows (beam search) and drop the finished sentences."
-        self.cache.select(rows, sentences)
+        self.cache.reorder(rows, sentences)
         if sentences is not None and self.mask is not None: self.mask = self.mask.index_select(0, sentences)
 
 # %% ../nbs/10_decoding.ipynb #2a073864
@@ -77,7 +67,7 @@ class UncachedDecoder(IncrementalDecoder):
 
     def step(self, y: Tensor) -> Tensor: return self.log_probs(self.model.decode(y, self.memory, self.mask)[:, -1])
 
-    def select(self, rows: Tensor, sentences: Tensor | None = None):
+    def reorder(self, rows: Tensor, sentences: Tensor | None = None):
         self.memory = self.memory.index_select(0, rows)
         if self.mask is not None: self.mask = self.mask.index_select(0, rows)
 
@@ -105,6 +95,42 @@ def max_output_lengths(
     n = (src != pad_id).sum(1)
     return (max_len_a * n + max_len_b).floor().long().clamp(1, cap)
 
+# %% ../nbs/10_decoding.ipynb #aedb2f92
+SEARCHES: dict[str, Callable] = {}   # search name -> search(model, src, cfg) -> (tokens, scores); each search below enters itself
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    "How to decode: the search and its settings (the defaults are the paper's, §6.1)."
+    search: str = "beam"  # a key of `SEARCHES`: 'greedy' or 'beam'
+    beam: int = 4  # beam size k (the paper: 4)
+    alpha: float = 0.6  # length penalty α (the paper: 0.6); 0 = no length normalisation
+    convention: str = "wu"  # length-penalty convention: 'wu' (the paper's, Wu et al.) or 'hf' (transformers' generate)
+    max_len_a: float = 1.0  # at most a·|x| + b output tokens
+    max_len_b: int = 50  # (the paper: input length + 50)
+    min_len: int = 0  # no EOS before this many tokens
+    n_best: int | None = None  # None: the best hypothesis of each sentence; n (<= beam): its n best, best first
+    early_stop: bool = True  # stop a sentence once no open beam can beat its finished hypotheses ('hf': transformers' heuristic)
+
+    def __post_init__(self):
+        if self.search not in SEARCHES: raise ValueError(f"search must be one of {tuple(SEARCHES)}, got {self.search!r}")
+        if self.beam < 1: raise ValueError(f"beam size must be at least 1, got {self.beam}")
+        if self.alpha < 0: raise ValueError(f"length penalty alpha must be >= 0 (the early stop relies on it), got {self.alpha}")
+        if self.convention not in CONVENTIONS: raise ValueError(f"convention must be one of {CONVENTIONS}, got {self.convention!r}")
+        if self.max_len_a < 0 or self.max_len_b < 0:
+            raise ValueError(f"max_len_a and max_len_b must be >= 0, got {self.max_len_a} and {self.max_len_b}")
+        if self.min_len < 0: raise ValueError(f"min_len must be >= 0, got {self.min_len}")
+        most = self.beam if self.search == "beam" else 1
+        if self.n_best is not None and not 1 <= self.n_best <= most:
+            raise ValueError(f"n_best must be between 1 and the beam size {most}, got {self.n_best}")
+
+    @classmethod
+    def for_beam(cls,
+                 beam: int,  # beam size; 1 = greedy decoding
+                 **settings,  # the other fields
+                 ) -> "DecodeConfig":
+        "The settings of a beam size as the command's `--beam` reads it: 1 is greedy decoding, more is beam search."
+        return cls(search="greedy" if beam == 1 else "beam", beam=beam, **settings)
+
 # %% ../nbs/10_decoding.ipynb #8e6243a4
 def _check_src(src: Tensor, config: TransformerConfig) -> None:
     if src.dim() != 2 or src.size(0) == 0: raise ValueError(f"src must be [B, S] token ids with B >= 1, got shape {tuple(src.shape)}")
@@ -114,17 +140,15 @@ def _check_src(src: Tensor, config: TransformerConfig) -> None:
 def greedy_decode(
     model: Transformer,  # the model
     src: Tensor,  # `[B, S]` source ids (each ending in EOS), PAD-padded
-    max_len_a: float = 1.0,  # at most a·|x| + b output tokens
-    max_len_b: int = 50,  # (the paper: input length + 50)
-    min_len: int = 0,  # no EOS before this many tokens
+    cfg: DecodeConfig | None = None,  # reads `max_len_a`, `max_len_b`, `min_len` (default: `DecodeConfig(search="greedy")`)
     *,
     decoder: type = IncrementalDecoder,  # the step machinery (the checks pass a subclass that recomputes)
 ) -> tuple[Tensor, Tensor]:
     "Most probable token at each step; returns tokens `[B, T]` (EOS included, then PAD) and their summed log-probabilities `[B]`."
-    c = model.config
+    cfg, c = cfg or DecodeConfig(search="greedy"), model.config
     _check_src(src, c)
     B, dev = src.size(0), src.device
-    max_len = max_output_lengths(src, c.pad_id, max_len_a, max_len_b, c.max_len)
+    max_len = max_output_lengths(src, c.pad_id, cfg.max_len_a, cfg.max_len_b, c.max_len)
     T = int(max_len.max())
     out = torch.full((B, T), c.pad_id, dtype=torch.long, device=dev)
     scores = torch.zeros(B, device=dev)
@@ -136,7 +160,7 @@ def greedy_decode(
         dec = decoder(model, src, 1, T)
         for t in range(T):
             logp = dec.step(y).index_fill_(1, banned, -math.inf)
-            if t < min_len: logp[:, c.eos_id] = -math.inf
+            if t < cfg.min_len: logp[:, c.eos_id] = -math.inf
             s, tok = logp.max(-1)
             y, row_scores = torch.cat([y, tok[:, None]], 1), row_scores + s
             done = (tok == c.eos_id) | (t + 1 >= row_max)
@@ -146,8 +170,22 @@ def greedy_decode(
                 if done.all(): break
                 keep = (~done).nonzero()[:, 0]
                 ids, y, row_scores, row_max = ids[keep], y[keep], row_scores[keep], row_max[keep]
-                dec.select(keep, keep)
+                dec.reorder(keep, keep)
     return out[:, :t + 1], scores
+
+SEARCHES["greedy"] = greedy_decode
+
+# %% ../nbs/10_decoding.ipynb #422e0d43
+def cut_at_eos(
+    ids: Sequence[int],  # one output row: tokens, then EOS (if the hypothesis ended), then padding
+    eos: int = EOS_ID,  # the end-of-sentence id
+    pad: int | None = PAD_ID,  # the padding id, dropped from the end of a row that never reached EOS (None: keep it)
+) -> list[int]:
+    "The tokens before the first EOS, EOS dropped; a row without EOS loses only its trailing padding."
+    ids = list(ids)
+    if eos in ids: return ids[:ids.index(eos)]
+    while pad is not None and ids and ids[-1] == pad: ids.pop()
+    return ids
 
 # %% ../nbs/10_decoding.ipynb #c80efb7b
 def beam_step(
@@ -160,36 +198,65 @@ def beam_step(
     top, idx = (scores[..., None] + log_probs).view(n, k * V).topk(keep, 1)
     return top, idx // V, idx % V
 
+def _keep_finished(
+    fin_tokens: Tensor,  # `[B, m, T]` each sentence's m best finished hypotheses, best first (updated in place)
+    fin_scores: Tensor,  # `[B, m]` their scores, log P / lp (updated in place)
+    ids: Tensor,  # `[n]` the sentence each group of k open beams decodes
+    fin: Tensor,  # `[n, k]` scores of the extensions that finished at this step (-inf: did not finish)
+    y: Tensor,  # `[n·k, L]` the open beams' tokens, BOS first
+    rows: Tensor,  # `[n, C]` the row each extension extends
+    tok: Tensor,  # `[n, C]` the token it adds
+    pad_id: int,  # the padding id
+) -> None:
+    "Merge the hypotheses finished at this step into each sentence's m best finished ones."
+    new = fin.max(1).values > fin_scores[ids, -1]
+    if not new.any(): return
+    k, (m, T), L = fin.size(1), fin_tokens.shape[1:], y.size(1)
+    b = new.nonzero()[:, 0]
+    made = torch.cat([y[rows[b, :k].reshape(-1)], tok[b, :k].reshape(-1, 1)], 1)[:, 1:]
+    made = F.pad(made, (0, T - L), value=pad_id).view(len(b), k, T)
+    s, j = torch.cat([fin_scores[ids[b]], fin[b]], 1).topk(m, 1)
+    fin_tokens[ids[b]] = torch.cat([fin_tokens[ids[b]], made], 1).gather(1, j[..., None].expand(-1, -1, T))
+    fin_scores[ids[b]] = s
+
+def _sentences_done(
+    best_open: Tensor,  # `[n]` log P of each sentence's best open beam (-inf: none left)
+    worst: Tensor,  # `[n]` the score of its m-th best finished hypothesis (-inf: fewer than m)
+    lp: Tensor,  # length penalty by length
+    L: int,  # the length of the hypotheses made at this step
+    row_max: Tensor,  # `[n]` each sentence's length limit
+    cfg: DecodeConfig,  # reads `early_stop` and `convention`
+) -> Tensor:
+    "The stopping rule: which sentences no open beam can improve any more."
+    if not cfg.early_stop: return best_open == -math.inf                            # no open beam left
+    if cfg.convention == "wu": return worst >= best_open / lp[row_max]             # no open beam can win
+    return (worst >= best_open / lp[L]) | (best_open == -math.inf)                 # transformers' heuristic
+
+def _n_best(fin_tokens: Tensor, fin_scores: Tensor, n_best: int | None, pad_id: int) -> tuple[Tensor, Tensor]:
+    "The final cut: the best (`n_best` None) or the n best hypotheses of each sentence, without columns of padding only."
+    fin_tokens, fin_scores = fin_tokens[:, :n_best or 1], fin_scores[:, :n_best or 1]
+    fin_tokens = fin_tokens[..., :max(1, int((fin_tokens != pad_id).sum(-1).max()))]
+    return (fin_tokens[:, 0], fin_scores[:, 0]) if n_best is None else (fin_tokens, fin_scores)
+
 def beam_search(
     model: Transformer,  # the model
     src: Tensor,  # `[B, S]` source ids (each ending in EOS), PAD-padded
-    k: int = 4,  # beam size (the paper: 4)
-    alpha: float = 0.6,  # length penalty α (the paper: 0.6)
-    max_len_a: float = 1.0,  # at most a·|x| + b output tokens
-    max_len_b: int = 50,  # (the paper: input length + 50)
-    min_len: int = 0,  # no EOS before this many tokens
-    early_stop: bool = True,  # stop a sentence once no open beam can beat its finished hypotheses ('hf': transformers' heuristic)
+    cfg: DecodeConfig | None = None,  # beam, alpha, convention, limits, n_best, early_stop (default: `DecodeConfig()`, the paper's)
     *,
-    n_best: int | None = None,  # None: the best hypothesis of each sentence; n (<= k): its n best, best first
-    convention: str = "wu",  # 'wu' (the book's search, the paper's length penalty) or 'hf' (transformers' generate(num_beams=k))
     decoder: type = IncrementalDecoder,  # the step machinery (the checks pass a subclass that recomputes)
     step: Callable = beam_step,  # makes one step's extensions: `beam_step` or a function with its signature (the exercises plug one in)
-    penalty: Callable | None = None,  # lp(lengths, alpha) in place of `length_penalty` under `convention` (the exercises plug one in)
+    penalty: Callable | None = None,  # lp(lengths, alpha) in place of `length_penalty` under `cfg.convention` (the exercises plug one in)
 ) -> tuple[Tensor, Tensor]:
     "Best hypothesis of each sentence: tokens `[B, T]` (EOS included, then PAD) and scores log P / lp `[B]`; with `n_best`, `[B, n, T]` and `[B, n]`."
-    if k < 1: raise ValueError(f"beam size must be at least 1, got {k}")
-    if alpha < 0: raise ValueError(f"length penalty alpha must be >= 0 (the early stop relies on it), got {alpha}")
-    if convention not in CONVENTIONS: raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
-    if n_best is not None and not 1 <= n_best <= k: raise ValueError(f"n_best must be between 1 and the beam size {k}, got {n_best}")
-    c = model.config
+    cfg, c = cfg or DecodeConfig(), model.config
     _check_src(src, c)
-    B, V, dev = src.size(0), c.tgt_vocab_size, src.device
-    max_len = max_output_lengths(src, c.pad_id, max_len_a, max_len_b, c.max_len)
+    k, B, V, dev = cfg.beam, src.size(0), c.tgt_vocab_size, src.device
+    max_len = max_output_lengths(src, c.pad_id, cfg.max_len_a, cfg.max_len_b, c.max_len)
     T = int(max_len.max())
     lengths = torch.arange(T + 1, device=dev, dtype=torch.float)
-    lp = length_penalty(lengths, alpha, convention) if penalty is None else penalty(lengths, alpha)
-    C = k if convention == "wu" else 2 * k                               # extensions kept per step
-    m = (n_best or 1) if convention == "wu" else k                       # finished hypotheses kept per sentence
+    lp = length_penalty(lengths, cfg.alpha, cfg.convention) if penalty is None else penalty(lengths, cfg.alpha)
+    C = k if cfg.convention == "wu" else 2 * k                           # extensions kept per step
+    m = (cfg.n_best or 1) if cfg.convention == "wu" else k               # finished hypotheses kept per sentence
     fin_tokens = torch.full((B, m, T), c.pad_id, dtype=torch.long, device=dev)   # the m best finished, best first
     fin_scores = torch.full((B, m), -math.inf, device=dev)
     ids = torch.arange(B, device=dev)                                    # sentences still decoding
@@ -202,47 +269,47 @@ def beam_search(
         for t in range(T):
             L, n = t + 1, ids.numel()                                     # L: length of the hypotheses made now
             logp = dec.step(y).index_fill_(1, banned, -math.inf)
-            if t < min_len: logp[:, c.eos_id] = -math.inf
+            if t < cfg.min_len: logp[:, c.eos_id] = -math.inf
             top, beam, tok = step(open_scores, logp.view(n, k, V), C)            # C best extensions per sentence
             rows = beam + torch.arange(n, device=dev)[:, None] * k                # the row (beam) each one extends
             ends = (tok == c.eos_id) | (L >= row_max)[:, None]
             fin = torch.where(ends[:, :k], top[:, :k] / lp[L], -math.inf)       # finished now (only the k best may finish)
-            new = fin.max(1).values > fin_scores[ids, -1]
-            if new.any():                                                   # merge them into the sentence's finished list
-                b = new.nonzero()[:, 0]
-                made = torch.cat([y[rows[b, :k].reshape(-1)], tok[b, :k].reshape(-1, 1)], 1)[:, 1:]
-                made = F.pad(made, (0, T - L), value=c.pad_id).view(len(b), k, T)
-                s, j = torch.cat([fin_scores[ids[b]], fin[b]], 1).topk(m, 1)
-                fin_tokens[ids[b]] = torch.cat([fin_tokens[ids[b]], made], 1).gather(1, j[..., None].expand(-1, -1, T))
-                fin_scores[ids[b]] = s
+            _keep_finished(fin_tokens, fin_scores, ids, fin, y, rows, tok, c.pad_id)
             open_scores = top.masked_fill(ends, -math.inf)
             if C > k:                                                       # 'hf': the k best that did not end stay open
                 open_scores, j = open_scores.topk(k, 1)
                 rows, tok = rows.gather(1, j), tok.gather(1, j)
             rows = rows.reshape(-1)
             y = torch.cat([y[rows], tok.reshape(-1, 1)], 1)
-            best_open, worst = open_scores.max(1).values, fin_scores[ids, -1]
-            if not early_stop: done = best_open == -math.inf                            # no open beam left
-            elif convention == "wu": done = worst >= best_open / lp[row_max]            # no open beam can win
-            else: done = (worst >= best_open / lp[L]) | (best_open == -math.inf)        # transformers' heuristic
+            done = _sentences_done(open_scores.max(1).values, fin_scores[ids, -1], lp, L, row_max, cfg)
             if done.any():
                 if done.all(): break
                 keep = (~done).nonzero()[:, 0]
                 keep_rows = (keep[:, None] * k + beams).view(-1)
                 ids, open_scores, y, row_max = ids[keep], open_scores[keep], y[keep_rows], row_max[keep]
-                dec.select(rows[keep_rows], keep)
+                dec.reorder(rows[keep_rows], keep)
             else:
-                dec.select(rows)
-    fin_tokens, fin_scores = fin_tokens[:, :n_best or 1], fin_scores[:, :n_best or 1]
-    fin_tokens = fin_tokens[..., :max(1, int((fin_tokens != c.pad_id).sum(-1).max()))]
-    return (fin_tokens[:, 0], fin_scores[:, 0]) if n_best is None else (fin_tokens, fin_scores)
+                dec.reorder(rows)
+    return _n_best(fin_tokens, fin_scores, cfg.n_best, c.pad_id)
+
+SEARCHES["beam"] = beam_search
+
+# %% ../nbs/10_decoding.ipynb #b3fa2150
+def decode(
+    model: Transformer,  # the model
+    src: Tensor,  # `[B, S]` source ids (each ending in EOS), PAD-padded
+    cfg: DecodeConfig,  # the search (`cfg.search`, a key of `SEARCHES`) and its settings
+) -> tuple[Tensor, Tensor]:
+    "Decode `src` with the search `cfg` names: tokens (EOS included, then PAD) and scores, as that search returns them."
+    return SEARCHES[cfg.search](model, src, cfg)
 
 # %% ../nbs/10_decoding.ipynb #9b2d3eeb
 @dataclass
 class Hypothesis:
-    "One translation of one sentence: its text, its score, its tokens, and on request its encoder-decoder attention."
+    "One translation of one sentence: its text, its scores, its tokens, and on request its encoder-decoder attention."
     text: str  # the detokenized translation
-    score: float  # log P for greedy decoding; log P / lp for beam search
+    score: float  # what the search ranked it by: log P for greedy decoding, log P / lp(|Y|) for beam search
+    log_prob: float  # log P(Y | X): the sum of its tokens' log-probabilities, whatever the search
     tokens: list[int]  # the output token ids, EOS included when it was produced
     attention: Tensor | None = None  # `[layers, heads, T, S]`: row t is the step that produced token t, column s source token s
 
@@ -253,12 +320,7 @@ class Translator:
                  tokenizer,  # its `Tokenizer` (or anything with `encode`, `decode` and `vocab_size`, e.g. an adapter for another format)
                  device: str | torch.device | None = None):  # where to run (default: where the model is)
         c = self.config = model.config
-        if tokenizer.vocab_size != c.tgt_vocab_size:
-            raise ValueError(f"the tokenizer has {tokenizer.vocab_size} pieces but the model's vocabulary has "
-                             f"{c.tgt_vocab_size}: they do not belong together")
-        if getattr(tokenizer, "src_vocab_size", c.src_vocab_size) != c.src_vocab_size:
-            raise ValueError(f"the tokenizer's source vocabulary has {tokenizer.src_vocab_size} pieces but the model's has "
-                             f"{c.src_vocab_size}: they do not belong together")
+        check_fits(tokenizer, c)
         self.model = (model if device is None else model.to(device)).eval()
         self.tokenizer, self.device = tokenizer, next(model.parameters()).device
 
@@ -274,8 +336,9 @@ class Translator:
             found = [path / n for n in ("model_avg.safetensors", "model.safetensors") if (path / n).is_file()]
             if not found: raise FileNotFoundError(f"no model_avg.safetensors or model.safetensors in the directory {path}")
             path = found[0]
+        model = load_model(path, device)                                    # first: a missing model is named as such
         if not isinstance(tokenizer, Tokenizer): tokenizer = Tokenizer.load(tokenizer or path.parent / "tokenizer.model")
-        return cls(load_model(path, device), tokenizer)
+        return cls(model, tokenizer)
 
     def encode(self, lines: Sequence[str], too_long: str = "truncate") -> dict[int, list[int]]:
         "Source ids of each non-empty line (EOS appended), by line index; a line too long is truncated with a warning, or refused."
@@ -301,19 +364,13 @@ class Translator:
             cur.append(i)
         return batches + [cur] if cur else batches
 
-    def check(self, beam: int, n_best: int, convention: str, attention: bool) -> None:
-        "Refuse, before any work, a setting this translator cannot honour."
-        if beam < 1: raise ValueError(f"beam size must be at least 1, got {beam}")
-        if not 1 <= n_best <= beam: raise ValueError(f"n_best must be between 1 and the beam size {beam}, got {n_best}")
-        if convention not in CONVENTIONS: raise ValueError(f"convention must be one of {CONVENTIONS}, got {convention!r}")
+    def check(self, cfg: DecodeConfig, attention: bool) -> None:
+        "Refuse, before any work, a setting this translator cannot honour (the book's decoders honour every `DecodeConfig`)."
 
-    def search(self, src: Tensor, beam: int, n_best: int, alpha: float, convention: str, max_len_a: float,
-               max_len_b: int) -> tuple[Tensor, Tensor]:
+    def search(self, src: Tensor, cfg: DecodeConfig) -> tuple[Tensor, Tensor]:
         "Tokens `[B, n, T]` and scores `[B, n]` of the n best hypotheses of each row of `src` `[B, S]`."
-        if beam == 1:
-            tokens, scores = greedy_decode(self.model, src, max_len_a, max_len_b)
-            return tokens[:, None], scores[:, None]
-        return beam_search(self.model, src, beam, alpha, max_len_a, max_len_b, n_best=n_best, convention=convention)
+        tokens, scores = decode(self.model, src, cfg)
+        return (tokens[:, None], scores[:, None]) if scores.dim() == 1 else (tokens, scores)
 
     def attention(self, src: list[int], outputs: list[list[int]]) -> list[Tensor]:
         "Encoder-decoder attention `[layers, heads, T, S]` of each output for one source, by one teacher-forced pass."
@@ -329,35 +386,40 @@ class Translator:
         finally: m.keep_attention(was)
         return [w[r, :, :, :len(o)] for r, o in enumerate(outputs)]
 
+    def hypotheses(self, src: list[int], rows: list[list[int]], scores: list[float], cfg: DecodeConfig,
+                   attention: bool) -> list[Hypothesis]:
+        "The hypotheses of one sentence from its output rows and their scores (fewer finished than asked: only the real ones)."
+        c, outs = self.config, []
+        for r, s in zip(rows, scores):
+            o = cut_at_eos(r, c.eos_id, c.pad_id)
+            if c.eos_id in r: o.append(c.eos_id)                             # the hypothesis ended: EOS is one of its tokens
+            if o: outs.append((o, s))
+        maps = self.attention(src, [o for o, _ in outs]) if attention else [None] * len(outs)
+        lp = lambda n: length_penalty(n, cfg.alpha, cfg.convention) if cfg.search == "beam" else 1.0   # what the score divides by
+        return [Hypothesis(" ".join(self.tokenizer.decode(o).splitlines()), s, s * lp(len(o)), o, a) for (o, s), a in zip(outs, maps)]
+
     def translate(self,
                   lines: Sequence[str],  # source sentences, one per line
-                  beam: int = 4,  # beam size; 1 = greedy decoding
-                  n_best: int = 1,  # hypotheses per line, best first (at most `beam`)
-                  alpha: float = 0.6,  # length penalty α
-                  convention: str = "wu",  # length-penalty convention of beam search: 'wu' (the paper's) or 'hf' (transformers')
-                  max_len_a: float = 1.0,  # at most a·|x| + b output tokens
-                  max_len_b: int = 50,  # (the paper: input length + 50)
+                  cfg: DecodeConfig | None = None,  # the search and its settings (default: `DecodeConfig()`, the paper's beam search)
+                  *,
                   batch_tokens: int = 4096,  # source tokens per batch, padding included
                   too_long: str = "truncate",  # a line longer than the model's max_len: 'truncate' (with a warning) or 'error'
                   attention: bool = False,  # also return each hypothesis's encoder-decoder attention
                   progress: bool = False,  # show a progress bar on stderr
                   ) -> list[list[Hypothesis]]:
-        "The `n_best` hypotheses of each line, best first; an empty line gets one empty hypothesis (score 0)."
+        "The `cfg.n_best` (default 1) hypotheses of each line, best first; an empty line gets one empty hypothesis (scores 0)."
         from tqdm.auto import tqdm
-        self.check(beam, n_best, convention, attention)
+        cfg = cfg or DecodeConfig()
+        self.check(cfg, attention)
         c, srcs = self.config, self.encode(lines, too_long)
-        out = [[Hypothesis("", 0.0, [])] for _ in lines]
+        out = [[Hypothesis("", 0.0, 0.0, [])] for _ in lines]
         bar = tqdm(total=len(lines), disable=not progress, unit="line", file=sys.stderr)
         bar.update(len(lines) - len(srcs))                                  # the empty lines are done
         for idx in self.batches(srcs, batch_tokens):
             src = torch.full((len(idx), len(srcs[idx[0]])), c.pad_id, dtype=torch.long)
             for r, i in enumerate(idx): src[r, :len(srcs[i])] = torch.tensor(srcs[i])
-            tokens, scores = self.search(src.to(self.device), beam, n_best, alpha, convention, max_len_a, max_len_b)
-            for i, rows, ss in zip(idx, tokens.tolist(), scores.tolist()):
-                outs = [r[:r.index(c.eos_id) + 1] if c.eos_id in r else [x for x in r if x != c.pad_id] for r in rows]
-                outs = [(o, s) for o, s in zip(outs, ss) if o]                # fewer finished than asked: only the real ones
-                maps = self.attention(srcs[i], [o for o, _ in outs]) if attention else [None] * len(outs)
-                out[i] = [Hypothesis(" ".join(self.tokenizer.decode(o).splitlines()), s, o, a) for (o, s), a in zip(outs, maps)]
+            tokens, scores = self.search(src.to(self.device), cfg)
+            for i, rows, ss in zip(idx, tokens.tolist(), scores.tolist()): out[i] = self.hypotheses(srcs[i], rows, ss, cfg, attention)
             bar.update(len(idx))
         bar.close()
         return out
@@ -366,82 +428,13 @@ def translate(
     model: Transformer,  # a trained model
     tokenizer: Tokenizer,  # its shared vocabulary
     lines: Sequence[str],  # source sentences, one per line
-    beam: int = 4,  # beam size; 1 = greedy decoding
-    alpha: float = 0.6,  # length penalty α
-    max_len_a: float = 1.0,  # at most a·|x| + b output tokens
-    max_len_b: int = 50,  # (the paper: input length + 50)
+    cfg: DecodeConfig | None = None,  # the search and its settings (default: `DecodeConfig()`, the paper's beam search)
+    *,
     batch_tokens: int = 4096,  # source tokens per batch, padding included
     too_long: str = "truncate",  # a line longer than the model's max_len: 'truncate' (with a warning) or 'error'
     progress: bool = False,  # show a progress bar on stderr
 ) -> list[str]:
     "Translate each line; returns exactly one (detokenized) line per input line, in order."
-    hyps = Translator(model, tokenizer).translate(lines, beam, 1, alpha, "wu", max_len_a, max_len_b, batch_tokens, too_long,
-                                                  progress=progress)
+    hyps = Translator(model, tokenizer).translate(lines, replace(cfg or DecodeConfig(), n_best=None), batch_tokens=batch_tokens,
+                                                  too_long=too_long, progress=progress)
     return [h[0].text for h in hyps]
-
-# %% ../nbs/10_decoding.ipynb #30850db6
-def _read_text_lines(path: str) -> list[str]:
-    "Lines of a file (or '-' for standard input), split on '\\n' only, so the count matches `wc -l` and the output."
-    from annotated_tx.data import read_lines
-    if path != "-": return read_lines(path)
-    data = sys.stdin.buffer.read()
-    try: text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data.count(b"\n", 0, e.start) + 1
-        raise ValueError(f"standard input, line {line}: bytes that are not UTF-8") from None
-    lines = text.removeprefix("\ufeff").split("\n")
-    if lines and lines[-1] == "": lines.pop()
-    return [l.removesuffix("\r") for l in lines]
-
-def translate_parser(
-    prog: str = "annotated-tx translate",  # the program's name in messages
-    model_help: str = "a run directory, or a model file written by save_model (.safetensors)",  # what --model takes
-) -> argparse.ArgumentParser:
-    "The options of `annotated-tx translate`; the chapter on real models adds its engines and formats."
-    ap = argparse.ArgumentParser(prog=prog, description="Translate text with a trained model: one output line per input line, in order "
-                                 "(with --n-best N: N lines 'INDEX ||| TRANSLATION ||| SCORE' per input line).")
-    ap.add_argument("-m", "--model", required=True, help=model_help)
-    ap.add_argument("-t", "--tokenizer", "--spm", default=None,
-                    help="the sentencepiece .model the model was trained with (default: tokenizer.model next to the model)")
-    ap.add_argument("-i", "--input", default="-", help="text to translate, one sentence per line (plain or .gz; '-' = stdin, the default)")
-    ap.add_argument("-o", "--output", default="-", help="where to write the translations ('-' = stdout, the default)")
-    ap.add_argument("--beam", type=int, default=4, help="beam size; 1 = greedy decoding (default: 4, the paper's)")
-    ap.add_argument("--n-best", type=int, default=1, help="hypotheses per line, best first, at most the beam size (default: 1)")
-    ap.add_argument("--alpha", type=float, default=0.6, help="length penalty α (default: 0.6, the paper's)")
-    ap.add_argument("--length-penalty", choices=CONVENTIONS, default="wu",
-                    help="'wu': Wu et al. (2016), the paper's (default); 'hf': |Y|^α and the beam search of transformers' generate()")
-    ap.add_argument("--max-len-a", type=float, default=1.0, help="at most a·(source length) + b output tokens: a (default: 1)")
-    ap.add_argument("--max-len-b", type=int, default=50, help="... and b (default: 50, the paper's 'input length + 50')")
-    ap.add_argument("--batch-tokens", type=int, default=4096, help="source tokens per batch, padding included (default: 4096)")
-    ap.add_argument("--too-long", choices=["truncate", "error"], default="truncate",
-                    help="a line longer than the model's max_len: translate its beginning with a warning (default) or stop with an error")
-    ap.add_argument("--device", default="auto", help="'cpu', 'cuda', ... (default: cuda if available)")
-    ap.add_argument("--quiet", action="store_true", help="no progress bar")
-    return ap
-
-def run_translate(
-    args: argparse.Namespace,  # parsed by `translate_parser`
-    load,  # `load(args)` -> a translator: anything with `translate(lines, beam, n_best, ...)` like `Translator`
-) -> int:
-    "Read the input, translate it, write one line per input line (or N per line with --n-best N); errors as one line, status 1."
-    prog = "annotated-tx translate"
-    try:
-        translator = load(args)
-        lines = _read_text_lines(args.input)
-        hyps = translator.translate(lines, args.beam, args.n_best, args.alpha, args.length_penalty, args.max_len_a, args.max_len_b,
-                                    args.batch_tokens, args.too_long, progress=args.input != "-" and not args.quiet)
-    except (FileNotFoundError, ValueError) as e:
-        print(f"{prog}: error: {e}", file=sys.stderr)
-        return 1
-    if args.n_best == 1: text = "".join(h[0].text + "\n" for h in hyps)
-    else: text = "".join(f"{i} ||| {h.text} ||| {h.score:.4f}\n" for i, hs in enumerate(hyps) for h in hs)
-    if args.output == "-": sys.stdout.write(text); sys.stdout.flush()
-    else: Path(args.output).write_text(text, encoding="utf-8")
-    return 0
-
-def translate_main(argv: list[str] | None = None) -> int:
-    "Translate text with a trained model: one output line per input line, in order."
-    args = translate_parser().parse_args(argv)
-    def load(a):
-        return Translator.load(a.model, a.tokenizer, default_device() if a.device == "auto" else torch.device(a.device))
-    return run_translate(args, load)

@@ -6,18 +6,15 @@ Docs: https://annotated-tx.github.io/annotated_tx/evaluation.html.md"""
 
 # %% ../nbs/12_evaluation.ipynb #175a9042
 from __future__ import annotations
-import argparse, sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 import regex
-import sacrebleu
 from sacrebleu.metrics import BLEU, CHRF
-from .data import normalize_text, read_lines
+from .data import normalize_text
 
 # %% auto #0
 __all__ = ['NONBREAKING_PREFIXES', 'NUMERIC_ONLY_PREFIXES', 'Score', 'check_counts', 'corpus_bleu', 'corpus_chrf',
-           'moses_tokenize', 'split_compounds', 'tokenized_bleu', 'evaluate', 'score_main']
+           'moses_tokenize', 'split_compounds', 'tokenized_bleu', 'score_corpus']
 
 # %% ../nbs/12_evaluation.ipynb #ae40537c
 @dataclass
@@ -148,29 +145,10 @@ def tokenized_bleu(
     return Score("tokenized BLEU (paper-style; not comparable with sacreBLEU)", s.score, sig, str(s).split(" ", 3)[3])
 
 # %% ../nbs/12_evaluation.ipynb #6c6c6a0d
-def evaluate(
+def score_corpus(
     hyps: Sequence[str],  # detokenized system outputs
     refs: Sequence[str] | Sequence[Sequence[str]],  # detokenized references
     lang: str = "de",  # target language (for tokenized BLEU)
 ) -> dict[str, Score]:
     "sacreBLEU BLEU and chrF, and the paper-style tokenized BLEU, for one test set."
     return {"bleu": corpus_bleu(hyps, refs), "chrf": corpus_chrf(hyps, refs), "tokenized_bleu": tokenized_bleu(hyps, refs, lang)}
-
-def score_main(argv: list[str] | None = None) -> int:
-    "Score a file of translations against reference files: sacreBLEU BLEU and chrF with signatures, and paper-style tokenized BLEU."
-    ap = argparse.ArgumentParser(prog="annotated-tx score", description=score_main.__doc__)
-    ap.add_argument("--hyp", type=Path, required=True, help="system output, one detokenized sentence per line")
-    ap.add_argument("--ref", type=Path, nargs="+", required=True, help="reference file(s), parallel to --hyp")
-    ap.add_argument("--lang", default="de", help="target language, for the tokenized BLEU's Moses rules (default: de)")
-    args = ap.parse_args(argv)
-    hyps = read_lines(args.hyp)
-    refs = [read_lines(r) for r in args.ref]
-    try: scores = evaluate(hyps, refs, args.lang)
-    except ValueError as e:
-        print(f"error: {e} ({args.hyp} against {', '.join(map(str, args.ref))})", file=sys.stderr); return 2
-    for s in scores.values(): print(s)
-    return 0
-
-# %% ../nbs/12_evaluation.ipynb #5252489d
-evaluate_main = score_main  # its name in version 0.1.0 (the command was already `score`), kept for one release; not `annotated-tx evaluate`, which is recipes.evaluate_main
-

@@ -6,20 +6,22 @@ Docs: https://annotated-tx.github.io/annotated_tx/exercises.html.md"""
 
 # %% ../nbs/22_exercises.ipynb #d3a37ca3
 from __future__ import annotations
-import argparse, functools, hashlib, json, linecache, math, os, sys, textwrap, time, traceback
+import copy, functools, hashlib, itertools, json, linecache, math, os, textwrap, time, traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
-from typing import Callable
+from typing import Callable, Iterator
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
 from .attention import attention, padding_mask, subsequent_mask, MultiHeadAttention
 from .layers import sinusoidal_encoding, PositionwiseFeedForward, PositionalEncoding
-from .model import Transformer, TransformerConfig, EncoderLayer, Residual, torch_threads
+from .model import Transformer, TransformerConfig, EncoderLayer, Residual
+from .runtime import torch_threads
 from .batching import Batches, make_batch
-from .optimization import label_smoothed_loss, rate, make_optimizer, set_lr, cooldown_scale
-from .decoding import greedy_decode, beam_search, beam_step, length_penalty
+from .optimization import label_smoothed_loss, rate, make_optimizer
+from .trainer import TrainConfig, learning_rate, update_step
+from .decoding import DecodeConfig, UncachedDecoder, cut_at_eos, greedy_decode, beam_search, beam_step, length_penalty
 from .copy_task import COPY_MODEL, copy_sentences, copy_tokenizer
 from .evaluation import moses_tokenize, split_compounds, tokenized_bleu
 
@@ -29,9 +31,9 @@ __all__ = ['EXERCISES', 'SITE', 'PLUGS', 'FILE', 'NOTEBOOK', 'TOKENS', 'SRC', 'T
            'PluggedEncoderLayer', 'PluggedTransformer', 'plug', 'with_parts', 'stub_header', 'ReaderError',
            'reader_location', 'notebook_source', 'load_exercises', 'Result', 'grade', 'grade_attention', 'grade_masks',
            'grade_heads', 'grade_positions', 'grade_layer_norm', 'grade_feed_forward', 'grade_encoder_layer',
-           'copy_module', 'grade_label_smoothing', 'grade_schedule', 'grade_greedy', 'grade_beam', 'grade_bleu',
-           'train_copy_with', 'grade_copy_task', 'check_file', 'report', 'stub_notebook', 'stub_file',
-           'exercises_init_main', 'graded_file', 'exercises_check_main']
+           'grade_label_smoothing', 'grade_schedule', 'grade_greedy', 'grade_beam', 'grade_bleu', 'train_copy_with',
+           'grade_copy_task', 'check_file', 'progress_note', 'graded_file', 'report', 'stub_notebook', 'stub_file',
+           'write_stubs']
 
 # %% ../nbs/22_exercises.ipynb #911c4447
 @dataclass
@@ -132,6 +134,10 @@ def _book_bleu(hyps: list[list[str]], refs: list[list[str]]) -> float:
     from sacrebleu.metrics import BLEU
     return BLEU(tokenize="none", smooth_method="none", force=True).corpus_score([" ".join(h) for h in hyps], [[" ".join(r) for r in refs]]).score
 
+def _up_to(max_len: int, **kw) -> DecodeConfig:
+    "Decoding settings of the exercises: at most `max_len` output tokens, whatever the source's length."
+    return DecodeConfig(max_len_a=0, max_len_b=max_len, **kw)
+
 def book_parts() -> SimpleNamespace:
     "The book's own implementation of every exercise function, in the exercises' signatures: the grader's reference."
     return SimpleNamespace(
@@ -143,24 +149,26 @@ def book_parts() -> SimpleNamespace:
         feed_forward=_book_ffn, encoder_layer=_book_encoder_layer,
         label_smoothed_loss=lambda logits, target, epsilon=0.1, pad_id=0: label_smoothed_loss(logits, target, epsilon, pad_id)[0],
         rate=lambda step, d_model=512, warmup=4000: rate(step, d_model, warmup),
-        greedy_decode=lambda model, src, max_len: greedy_decode(model, src, max_len_a=0, max_len_b=max_len)[0],
+        greedy_decode=lambda model, src, max_len: greedy_decode(model, src, _up_to(max_len), decoder=UncachedDecoder)[0],
         length_penalty=lambda length, alpha=0.6: length_penalty(length, alpha),
         beam_step=beam_step, corpus_bleu=_book_bleu)
 
 # %% ../nbs/22_exercises.ipynb #30b13990
 class PluggedAttention(MultiHeadAttention):
-    "`MultiHeadAttention` that splits, merges, masks and attends with `self.parts` (one row of queries per row of keys)."
+    "`MultiHeadAttention` that splits, merges, masks and attends with `self.parts` (the book's `attend` around them), over whole sequences (no cache)."
     def split(self, x: Tensor, d: int) -> Tensor: return self.parts.split_heads(x, self.n_heads)
     def merge(self, x: Tensor) -> Tensor: return self.parts.merge_heads(x)
 
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, causal: bool = False) -> Tensor:
-        if q.size(0) != k.size(0): raise ValueError("PluggedAttention takes one row of queries per row of keys (no beams)")
-        if causal:                                    # the queries are the last L_q positions of the keys (a cache)
-            c = self.parts.subsequent_mask(k.size(-2)).to(q.device)[-q.size(-2):]
+    def kernel(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, bias: Tensor | None, step: bool) -> Tensor:
+        "Eq. (1) by `self.parts.attention`, the causal mask by `self.parts.subsequent_mask` (square: whole sequences only)."
+        if causal and q.size(-2) != k.size(-2):
+            raise ValueError("PluggedAttention attends over whole sequences: as many queries as keys, no cache")
+        if causal:                                    # the reader's square mask: the queries are all the positions
+            c = self.parts.subsequent_mask(k.size(-2)).to(q.device)
             mask = c if mask is None else mask & c
         out, weights = self.parts.attention(q, k, v, mask)
         if self.keep_weights: self.weights = weights
-        return self.w_o(self.merge(out))
+        return out
 
 class PluggedLayerNorm(nn.LayerNorm):
     "`nn.LayerNorm` computed by `self.parts.layer_norm` with the module's own γ, β and ε."
@@ -193,12 +201,12 @@ def plug(
     for m in model.modules():
         if type(m) in PLUGS: m.__class__, m.parts = PLUGS[type(m)], parts
         if type(m) is PositionalEncoding:
-            n, d = m.pe.shape
+            n, d = m.table.shape
             table = parts.sinusoidal_encoding(n, d)
-            if not isinstance(table, Tensor) or table.shape != m.pe.shape:
+            if not isinstance(table, Tensor) or table.shape != m.table.shape:
                 raise Mismatch(f"sinusoidal_encoding({n}, {d}), the model's table", f"shape {(n, d)}",
                                f"shape {tuple(table.shape)}" if isinstance(table, Tensor) else type(table).__name__)
-            m.pe = table.to(m.pe)
+            m.table = table.to(m.table)
     return model
 
 def with_parts(
@@ -230,8 +238,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor'''
 
-class ReaderError(Exception):
-    "The reader's file cannot be used at all (missing, or it does not import): a one-line message."
+class ReaderError(ValueError):
+    "The reader's file cannot be used at all (missing, or it does not import): a one-line message; bad input, as any `ValueError`."
 
 _CELLS: dict[str, list[tuple[int, int]]] = {}   # a notebook's path -> (cell, line in the cell) of each line of its code
 
@@ -481,7 +489,7 @@ def grade_masks(parts) -> str:
 
 # %% ../nbs/22_exercises.ipynb #5d4a9425
 @exercise("heads", "Multi-head attention: splitting and merging heads", ("split_heads", "merge_heads"),
-    "01_attention.html#multi-head-attention-3-2-2",
+    "01_attention.html#multi-head-attention-322",
     quote="MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O where head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)",
     hint="head i is the i-th slice of d features of every position: cut the last dimension into h slices, then move the head "
          "dimension in front of the length; a reshape straight to [B, h, L, d] has the right shape and the wrong numbers. "
@@ -507,7 +515,7 @@ def grade_heads(parts) -> str:
     return "5 cases, and inside MultiHeadAttention (3 uses)"
 
 # %% ../nbs/22_exercises.ipynb #77f7d580
-@exercise("positions", "Sinusoidal positional encoding", ("sinusoidal_encoding",), "02_layers.html#positional-encoding-3-5",
+@exercise("positions", "Sinusoidal positional encoding", ("sinusoidal_encoding",), "02_layers.html#positional-encoding-35",
     quote="PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))",
     hint="columns 2i and 2i+1 share the frequency 1 / 10000^(2i/d_model): sine in the even column, cosine in the odd one; "
          "pos runs over 0 … max_len-1",
@@ -526,7 +534,7 @@ def grade_positions(parts) -> str:
     return "3 cases, and as the book's model's positions"
 
 # %% ../nbs/22_exercises.ipynb #f1fa4073
-@exercise("layer_norm", "Layer normalization", ("layer_norm",), "02_layers.html#layer-normalization-and-residual-connections-3-1",
+@exercise("layer_norm", "Layer normalization", ("layer_norm",), "02_layers.html#layer-normalization-and-residual-connections-31",
     quote="That is, the output of each sub-layer is LayerNorm(x + Sublayer(x)), where Sublayer(x) is the function implemented by "
           "the sub-layer itself.",
     hint="mean and variance over the last dimension only (keepdim=True), the variance biased (divided by d, not d-1); "
@@ -553,7 +561,7 @@ def grade_layer_norm(parts) -> str:
     return "5 cases, and as every LayerNorm of the book's model"
 
 # %% ../nbs/22_exercises.ipynb #ec812cd6
-@exercise("feed_forward", "The position-wise feed-forward network", ("feed_forward",), "02_layers.html#position-wise-feed-forward-networks-3-3",
+@exercise("feed_forward", "The position-wise feed-forward network", ("feed_forward",), "02_layers.html#position-wise-feed-forward-networks-33",
     quote="This consists of two linear transformations with a ReLU activation in between. FFN(x) = max(0, x W_1 + b_1) W_2 + b_2",
     hint="x @ w_1 + b_1, then the ReLU (max with 0, element by element), then @ w_2 + b_2; nothing after the second product",
     stub='''
@@ -600,20 +608,15 @@ def grade_encoder_layer(parts) -> str:
     with torch.no_grad():
         for case, m in (("a padded batch, x [3, 6, 16]", mask), ("no mask (None)", None)):
             same(case, parts.encoder_layer(x, m, attn, layer.ffn, layer.sub1.norm, layer.sub2.norm), layer(x, m))
-        mine = plug(copy_module(layer), parts).train(); layer.train()
+        mine = plug(copy.deepcopy(layer), parts).train(); layer.train()
         torch.manual_seed(5); want = layer(x, mask)
         torch.manual_seed(5); got = mine(x, mask)
         same("training mode, dropout 0.1 (the same dropout masks)", got, want)
     _plugged_model_case(parts, "encoder_layer")
     return "3 cases, and as every encoder layer of the book's model"
 
-def copy_module(m: nn.Module) -> nn.Module:
-    "A deep copy of a module (its class, weights and buffers)."
-    import copy
-    return copy.deepcopy(m)
-
 # %% ../nbs/22_exercises.ipynb #0ad6b1cc
-@exercise("label_smoothing", "Label-smoothed cross-entropy", ("label_smoothed_loss",), "08_optimization.html#label-smoothing-5-4",
+@exercise("label_smoothing", "Label-smoothed cross-entropy", ("label_smoothed_loss",), "08_optimization.html#label-smoothing-54",
     quote="During training, we employed label smoothing of value ε_ls = 0.1. This hurts perplexity, as the model learns to be "
           "more unsure, but improves accuracy and BLEU score.",
     hint="log p = log_softmax(logits, -1); q puts 1-ε on the target, ε/(V-2) on every other token except PAD, 0 on PAD; "
@@ -652,7 +655,7 @@ def grade_label_smoothing(parts) -> str:
     return "7 cases, the gradient among them"
 
 # %% ../nbs/22_exercises.ipynb #9fb7f29f
-@exercise("schedule", "The learning-rate schedule, eq. (3)", ("rate",), "08_optimization.html#adam-and-the-learning-rate-schedule-5-3",
+@exercise("schedule", "The learning-rate schedule, eq. (3)", ("rate",), "08_optimization.html#adam-and-the-learning-rate-schedule-53",
     quote="lrate = d_model^-0.5 · min(step_num^-0.5, step_num · warmup_steps^-1.5)",
     hint="eq. (3) as written, with step counting updates from 1 (the warmup arm is linear: step · warmup^-1.5); step 0 gives 0",
     stub='''
@@ -678,12 +681,11 @@ def _copy_weights() -> dict:
         torch.manual_seed(0)
         model = Transformer(TransformerConfig(src_vocab_size=12, tgt_vocab_size=12, d_model=32, n_heads=4, d_ff=64, n_enc_layers=1,
                                               n_dec_layers=1, dropout=0.0, max_len=40))
-        opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-        for _ in range(100):
-            pairs = [(x, x) for x in (torch.randint(4, 12, (L,), generator=g).tolist() for L in torch.randint(1, 7, (32,), generator=g).tolist())]
-            b = make_batch(pairs)
-            loss = label_smoothed_loss(model(b.src, b.tgt_in), b.tgt_out, 0.0)[0] / b.n_tgt_tokens
-            opt.zero_grad(); loss.backward(); opt.step()
+        opt, cfg = torch.optim.Adam(model.parameters(), lr=3e-3), TrainConfig(label_smoothing=0.0, amp="none", device="cpu")
+        for _ in range(100):                          # the trainer's update at a constant rate, plain cross-entropy
+            lengths = torch.randint(1, 7, (32,), generator=g).tolist()
+            b = make_batch([(x, x) for x in (torch.randint(4, 12, (L,), generator=g).tolist() for L in lengths)])
+            update_step(model, opt, [b], cfg=cfg, lr=3e-3)
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 def _decoding_model() -> Transformer:
@@ -706,12 +708,7 @@ def _rows(tokens, eos: int, pad: int) -> list[list[int]]:
     if not isinstance(tokens, Tensor) or tokens.dim() != 2 or tokens.is_floating_point():
         raise Mismatch("the output", "a 2-dim tensor of token ids `[B, T]`", type(tokens).__name__ if not isinstance(tokens, Tensor)
                        else f"a tensor of shape {tuple(tokens.shape)} and dtype {tokens.dtype}")
-    out = []
-    for r in tokens.tolist():
-        if eos in r: r = r[:r.index(eos) + 1]
-        while r and r[-1] == pad: r = r[:-1]
-        out.append(r)
-    return out
+    return [cut_at_eos(r, eos, pad) + ([eos] if eos in r else []) for r in tokens.tolist()]   # EOS kept: an ended row differs from a cut one
 
 def _same_rows(case: str, got: Tensor, want: Tensor, c: TransformerConfig, max_len: int) -> None:
     g, w = _rows(got, c.eos_id, c.pad_id), _rows(want, c.eos_id, c.pad_id)
@@ -746,7 +743,7 @@ def grade_greedy(parts) -> str:
                                   ("max_len 1", model, SRC, 1), ("one sentence alone, [1, 5]", model, SRC[3:, :5], 12),
                                   ("an untrained model that, unbanned, would write PAD first", untrained, SRC, 6)):
         with torch.no_grad(): got = parts.greedy_decode(m, src, max_len)
-        _same_rows(case, got, greedy_decode(m, src, max_len_a=0, max_len_b=max_len)[0], m.config, max_len)
+        _same_rows(case, got, greedy_decode(m, src, _up_to(max_len))[0], m.config, max_len)
     return "5 cases"
 
 # %% ../nbs/22_exercises.ipynb #28f21328
@@ -786,11 +783,11 @@ def grade_beam(parts) -> str:
         got = _results(case, parts.beam_step(s, lp, keep), 3)
         for g, w, what in zip(got, beam_step(s, lp, keep), ("scores", "beams", "tokens")): same(case, g, w, what=what)
     model = _decoding_model()
-    for case, kw in (("beam_search with k = 4, alpha = 0.6 on the decoding bench (4 sources)", dict(k=4, alpha=0.6)),
-                     ("k = 3, alpha = 1.0, the 2 best of each sentence", dict(k=3, alpha=1.0, n_best=2)),
-                     ("k = 1 (greedy)", dict(k=1, alpha=0.6))):
-        want = beam_search(model, SRC, max_len_a=0, max_len_b=12, **kw)
-        got = beam_search(model, SRC, max_len_a=0, max_len_b=12, step=parts.beam_step, penalty=parts.length_penalty, **kw)
+    for case, kw in (("beam_search with k = 4, alpha = 0.6 on the decoding bench (4 sources)", dict(beam=4, alpha=0.6)),
+                     ("k = 3, alpha = 1.0, the 2 best of each sentence", dict(beam=3, alpha=1.0, n_best=2)),
+                     ("k = 1 (greedy)", dict(beam=1, alpha=0.6))):
+        want = beam_search(model, SRC, _up_to(12, **kw))
+        got = beam_search(model, SRC, _up_to(12, **kw), step=parts.beam_step, penalty=parts.length_penalty)
         same(case, got[0], want[0], what="tokens"); same(case, got[1], want[1], what="scores")
     return "17 cases, and the book's beam search run with them"
 
@@ -841,15 +838,31 @@ def grade_bleu(parts) -> str:
 COPY_EXERCISE = dict(letters=10, sentences=60_000, updates=500, max_tokens=1000, warmup=100, lr_factor=0.5, cooldown=0.3,
                      label_smoothing=0.1, clip_norm=1.0, held_out=200, min_exact=0.95)
 
+def _copy_train_config(cfg: dict) -> TrainConfig:
+    "The trainer's settings of the copy exercise (`COPY_EXERCISE`'s): on the CPU, in float32, without a progress bar."
+    return TrainConfig(max_updates=cfg["updates"], warmup=cfg["warmup"], lr_factor=cfg["lr_factor"], cooldown=cfg["cooldown"],
+                       label_smoothing=cfg["label_smoothing"], clip_norm=cfg["clip_norm"], amp="none", device="cpu", progress=False)
+
+def _reader_loss(parts: SimpleNamespace, epsilon: float) -> Callable:
+    "`update_step`'s loss(model, batch) computed by `parts.label_smoothed_loss`; the NLL, only reported, by the book's."
+    def loss(model: nn.Module, b) -> tuple[Tensor, Tensor]:
+        z = model(b.src, b.tgt_in)
+        with torch.no_grad(): nll = label_smoothed_loss(z, b.tgt_out, 0.0, b.pad_id)[0]
+        return parts.label_smoothed_loss(z.reshape(-1, z.size(-1)), b.tgt_out.reshape(-1), epsilon, b.pad_id), nll
+    return loss
+
+def _reader_rate(parts: SimpleNamespace, cfg: TrainConfig, d_model: int) -> Callable[[int], float]:
+    "The trainer's `learning_rate` of each update (factor, cooldown) with `parts.rate` in place of the book's eq. (3)."
+    return lambda step: learning_rate(cfg, step, d_model=d_model) * float(parts.rate(step, d_model, cfg.warmup)) / rate(step, d_model, cfg.warmup)
+
 def train_copy_with(
     parts: SimpleNamespace,  # the pieces to build, train and decode with: `book_parts()` or the reader's
     seed: int = 0,  # seeds the data and the model
     **overrides,  # any key of `COPY_EXERCISE`
 ) -> dict:
-    "The copy task of chapter 11, small: the book's model plugged with `parts`, trained with their loss and eq. (3), decoded with their greedy search."
+    "The copy task of chapter 11, small: the book's model plugged with `parts`, trained by the trainer's `update_step` with their loss and eq. (3), decoded with their greedy search."
     cfg = {**COPY_EXERCISE, **overrides}
-    start = time.perf_counter()
-    tok = copy_tokenizer()
+    start, tok, train = time.perf_counter(), copy_tokenizer(), _copy_train_config(cfg)
     train_text = copy_sentences(cfg["sentences"], seed, max_len=cfg["letters"])
     seen = set(train_text)
     held = [s for s in copy_sentences(20 * cfg["held_out"], seed + 1, max_len=cfg["letters"]) if s not in seen][:cfg["held_out"]]
@@ -858,28 +871,17 @@ def train_copy_with(
     with torch_threads(1):
         torch.manual_seed(seed)
         model = plug(Transformer(TransformerConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, **COPY_MODEL)), parts)
-        opt, step, epoch, losses = make_optimizer(model), 0, 0, []
+        opt, lr, loss = make_optimizer(model), _reader_rate(parts, train, model.config.d_model), _reader_loss(parts, train.label_smoothing)
+        stream = itertools.chain.from_iterable(batches(epoch) for epoch in itertools.count())     # epoch after epoch
         model.train()
-        while step < cfg["updates"]:
-            for b in batches(epoch):
-                step += 1
-                logits = model(b.src, b.tgt_in)
-                loss = parts.label_smoothed_loss(logits.reshape(-1, logits.size(-1)), b.tgt_out.reshape(-1), cfg["label_smoothing"], b.pad_id)
-                opt.zero_grad(set_to_none=True)
-                (loss / b.n_tgt_tokens).backward()
-                nn.utils.clip_grad_norm_(model.parameters(), cfg["clip_norm"])
-                scale = cooldown_scale(step / cfg["updates"], cfg["cooldown"])     # the trainer's linear cooldown at the end
-                set_lr(opt, cfg["lr_factor"] * float(parts.rate(step, model.config.d_model, cfg["warmup"])) * scale)
-                opt.step()
-                losses.append(float(loss.detach()) / b.n_tgt_tokens)
-                if step == cfg["updates"]: break
-            epoch += 1
+        losses = [update_step(model, opt, [b], cfg=train, lr=lr(step), loss=loss)["loss"]
+                  for step, b in zip(range(1, train.max_updates + 1), stream)]
         model.eval()
         ids = tok.encode_batch(held)
         with torch.no_grad(): out = parts.greedy_decode(model, make_batch([(x, x) for x in ids]).src, cfg["letters"] + 2)
     rows = _rows(out, model.config.eos_id, model.config.pad_id)
     wrong = [(s, tok.decode(r)) for s, x, r in zip(held, ids, rows) if r != x + [model.config.eos_id]]
-    return dict(updates=step, loss=sum(losses[-20:]) / len(losses[-20:]), held_out=len(held), exact=1 - len(wrong) / len(held),
+    return dict(updates=len(losses), loss=sum(losses[-20:]) / len(losses[-20:]), held_out=len(held), exact=1 - len(wrong) / len(held),
                 wrong=wrong, seconds=time.perf_counter() - start, settings=cfg)
 
 _E2E = ("attention", "masks", "heads", "positions", "layer_norm", "feed_forward", "encoder_layer", "label_smoothing", "schedule", "greedy")
@@ -916,6 +918,21 @@ def check_file(
         if r.status == "passed": passed.add(name)
         results.append(r)
     return results
+
+def progress_note(name: str) -> str | None:
+    "What `check` says before grading the exercise `name` when it takes a while (the copy task trains a model), else None."
+    if name == "copy_task": return f"training the copy task with your pieces ({COPY_EXERCISE['updates']} updates of a small model) ..."
+    return None
+
+def graded_file(
+    directory: str | Path,  # what `init` wrote into
+) -> tuple[Path, str]:
+    "The reader's file that `check` grades: of exercises.py and exercises.ipynb, the one saved last; and why, in words."
+    found = [p for p in (Path(directory) / FILE, Path(directory) / NOTEBOOK) if p.is_file()]
+    if not found: raise ReaderError(f"no {Path(directory) / FILE} or {Path(directory) / NOTEBOOK}; write them with: annotated-tx exercises init {directory}")
+    if len(found) == 1: return found[0], "the only one there"
+    last = max(found, key=lambda p: p.stat().st_mtime_ns)
+    return last, f"saved after {(set(found) - {last}).pop().name}"
 
 def _first_line(reader_file: Path, function: str) -> str | None:
     "Where `def function(` is in the reader's file or notebook ('ex/exercises.py line 25', 'ex/exercises.ipynb, cell 5, line 1'), if it is there."
@@ -974,59 +991,14 @@ def stub_file(directory: str) -> str:
         parts.append("\n".join([f"# {'-' * 118}", f"# {i}. {ex.title}", *quote, f"# The book: {SITE}{ex.section}", "", "", ex.stub]))
     return "\n\n\n".join(parts) + "\n"
 
-# %% ../nbs/22_exercises.ipynb #76ce78da
-def exercises_init_main(argv: list[str] | None = None) -> int:
-    "Write DIR/exercises.py and DIR/exercises.ipynb, the same twelve stubs to fill in as a file and as a notebook; an existing one is never overwritten."
-    ap = argparse.ArgumentParser(prog="annotated-tx exercises init", description=exercises_init_main.__doc__)
-    ap.add_argument("dir", nargs="?", default="ex", help="the directory to write them into (created if needed; default: ex)")
-    a = ap.parse_args(argv)
-    n = sum(1 for ex in EXERCISES.values() if ex.stub)
+def write_stubs(
+    directory: str | Path,  # where to write them (created if needed)
+) -> Iterator[tuple[Path, bool]]:
+    "Write `FILE` and `NOTEBOOK`, the same stubs as a file and as a notebook, into `directory`, never over an existing one: each path, and whether it was written."
     for name, text in ((FILE, stub_file), (NOTEBOOK, stub_notebook)):
-        path = Path(a.dir) / name
-        if path.exists():
-            print(f"{path} exists: left as it is (init never overwrites; move it away to start afresh)"); continue
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text(a.dir), encoding="utf-8")
-        except OSError as e:
-            print(f"annotated-tx exercises init: error: cannot write {path}: {e.strerror or e}", file=sys.stderr); return 2
-        print(f"wrote {path}: {n} exercises to fill in, in order")
-    print(f"Work in whichever you like; check it with: annotated-tx exercises check --dir {a.dir}")
-    return 0
+        path = Path(directory) / name
+        if path.exists(): yield path, False; continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text(str(directory)), encoding="utf-8")
+        yield path, True
 
-def graded_file(
-    directory: str | Path,  # what `init` wrote into
-) -> tuple[Path, str]:
-    "The reader's file that `check` grades: of exercises.py and exercises.ipynb, the one saved last; and why, in words."
-    found = [p for p in (Path(directory) / FILE, Path(directory) / NOTEBOOK) if p.is_file()]
-    if not found: raise ReaderError(f"no {Path(directory) / FILE} or {Path(directory) / NOTEBOOK}; write them with: annotated-tx exercises init {directory}")
-    if len(found) == 1: return found[0], "the only one there"
-    last = max(found, key=lambda p: p.stat().st_mtime_ns)
-    return last, f"saved after {(set(found) - {last}).pop().name}"
-
-def exercises_check_main(argv: list[str] | None = None) -> int:
-    "Grade the exercises against the book, one by one; status 0 when all pass, 1 otherwise, 2 if there is nothing to grade."
-    ap = argparse.ArgumentParser(prog="annotated-tx exercises check", description=exercises_check_main.__doc__)
-    ap.add_argument("names", nargs="*", metavar="NAME",
-                    help=f"grade only these exercises, and those they need: {', '.join(EXERCISES)} (default: all)")
-    ap.add_argument("--dir", default=".", help="the directory that init wrote (default: the current one)")
-    ap.add_argument("--file", default=None, help=f"grade this file (a .py, or an .ipynb whose code cells are run in order) instead of "
-                                                 f"the {FILE} or {NOTEBOOK} of --dir saved last")
-    ap.add_argument("--only", nargs="+", metavar="NAME", choices=list(EXERCISES), help="the same as naming them")
-    a = ap.parse_args(argv)
-    prog = "annotated-tx exercises check"
-    if unknown := [n for n in a.names if n not in EXERCISES]:
-        print(f"{prog}: error: no exercise {', '.join(map(repr, unknown))}; the exercises: {', '.join(EXERCISES)}", file=sys.stderr); return 2
-    try:
-        path, why = (Path(a.file), "as asked") if a.file else graded_file(a.dir)
-        if not path.is_file(): raise ReaderError(f"no file {path}")
-        print(f"grading {_show_path(str(path.resolve()))} ({why})", flush=True)
-        def progress(name: str):
-            if name == "copy_task": print("training the copy task with your pieces (500 updates of a small model) ...", flush=True)
-        with torch_threads(1): results = check_file(path, [*a.names, *(a.only or [])] or None, progress)
-    except ReaderError as e:
-        print(f"{prog}: error: {e}", file=sys.stderr); return 2
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr); return 130
-    print(report(results, path))
-    return 0 if all(r.status == "passed" for r in results) else 1

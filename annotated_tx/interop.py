@@ -6,20 +6,22 @@ Docs: https://annotated-tx.github.io/annotated_tx/real_models.html.md"""
 
 # %% ../nbs/20_real_models.ipynb #2a8a1482
 from __future__ import annotations
-import argparse, json, math, shutil, sys
+import json, math, shutil
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Sequence
 import torch
 from torch import Tensor
-from .model import Transformer, TransformerConfig, load_model, default_device
-from .tokenizer import Tokenizer
-from .decoding import Translator, max_output_lengths, translate_parser, run_translate
+from .model import Transformer, TransformerConfig
+from .runtime import resolve_device
+from .tokenizer import Tokenizer, check_fits
+from .decoding import DecodeConfig, Translator, max_output_lengths
 
 # %% auto #0
-__all__ = ['MARIAN_ACTIVATIONS', 'marian_permutation', 'marian_names', 'marian_refusals', 'export_refusals', 'MarianVocab',
-           'from_marian_model', 'from_marian', 'marian_config', 'to_marian_model', 'to_marian', 'load_tokenizer',
-           'is_marian', 'vocabularies', 'ct2_spec', 'to_ctranslate2', 'CT2Translator', 'load_translator',
-           'translate_main', 'export_main']
+__all__ = ['MARIAN_ACTIVATIONS', 'marian_permutation', 'parameter_map', 'marian_names', 'marian_refusals', 'export_refusals',
+           'MarianVocab', 'from_marian_model', 'from_marian', 'marian_config', 'to_marian_model', 'to_marian',
+           'load_tokenizer', 'is_marian', 'vocabularies', 'ct2_spec', 'to_ctranslate2', 'CT2Translator', 'decode_peers',
+           'load_translator', 'engine_convention', 'export_model']
 
 # %% ../nbs/20_real_models.ipynb #bc4a146b
 def marian_permutation(
@@ -28,30 +30,47 @@ def marian_permutation(
     "Marian's dimension j holds the book's dimension perm[j]: the sines (the book's even dimensions) first, then the cosines."
     return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
 
+_LAYER_PARTS = {  # per layer: (kind, the book's module, Marian's module ('': the layer itself), CTranslate2's spec)
+    "encoder": [("self_attention", "self_attn", "self_attn", "self_attention"),
+                ("norm", "sub1.norm", "self_attn_layer_norm", "self_attention.layer_norm"),
+                ("ffn", "ffn", "", "ffn"), ("norm", "sub2.norm", "final_layer_norm", "ffn.layer_norm")],
+    "decoder": [("self_attention", "self_attn", "self_attn", "self_attention"),
+                ("norm", "sub1.norm", "self_attn_layer_norm", "self_attention.layer_norm"),
+                ("cross_attention", "cross_attn", "encoder_attn", "attention"),
+                ("norm", "sub2.norm", "encoder_attn_layer_norm", "attention.layer_norm"),
+                ("ffn", "ffn", "", "ffn"), ("norm", "sub3.norm", "final_layer_norm", "ffn.layer_norm")]}
+
+def _join(*parts: str) -> str: return ".".join(p for p in parts if p)
+
+def parameter_map(
+    c: TransformerConfig,  # the book's model configuration
+) -> list[tuple[str, str, str | None, str]]:
+    "(kind, the book's module, Marian's module or None, CTranslate2's spec) for every part of a model with config `c`: the one map both exports read."
+    out = [("embedding", "src_emb.lut", "model.encoder.embed_tokens", "encoder.embeddings"),   # one tensor under both names when shared
+           ("embedding", "tgt_emb.lut", "model.decoder.embed_tokens", "decoder.embeddings"),
+           ("projection", "tgt_emb.lut" if c.tie_output else "out_proj", None if c.tie_output else "lm_head", "decoder.projection")]
+    if c.logits_bias: out.append(("logits_bias", "logits_bias", "final_logits_bias", "decoder.projection"))
+    for side, n in (("encoder", c.n_enc_layers), ("decoder", c.n_dec_layers)):
+        for i in range(n):
+            out += [(kind, f"{side}.layers.{i}.{o}", _join(f"model.{side}.layers.{i}", m), f"{side}.layer.{i}.{s}")
+                    for kind, o, m, s in _LAYER_PARTS[side]]
+    if c.norm_first: out += [("norm", f"{side}.norm", None, f"{side}.layer_norm") for side in ("encoder", "decoder")]   # Marian is post-norm
+    return out
+
+_MARIAN_TENSORS = {  # kind -> (the book's tensor, Marian's tensor, the axes of it that run over d_model), under each module
+    "embedding": [("weight", "weight", (1,))], "projection": [("weight", "weight", (1,))], "logits_bias": [("", "", ())],
+    "norm": [("weight", "weight", (0,)), ("bias", "bias", (0,))],
+    "ffn": [("w_1.weight", "fc1.weight", (1,)), ("w_1.bias", "fc1.bias", ()), ("w_2.weight", "fc2.weight", (0,)), ("w_2.bias", "fc2.bias", (0,))],
+    "self_attention": [(f"w_{a}.{t}", f"{a}_proj.{t}", (1,) if t == "weight" else ()) for a in "qkv" for t in ("weight", "bias")]
+                      + [("w_o.weight", "out_proj.weight", (0,)), ("w_o.bias", "out_proj.bias", (0,))]}
+_MARIAN_TENSORS["cross_attention"] = _MARIAN_TENSORS["self_attention"]
+
 def marian_names(
     c: TransformerConfig,  # the book's model configuration
 ) -> list[tuple[str, str, tuple[int, ...]]]:
-    "(the book's tensor, Marian's tensor, the axes of it that run over d_model) for every weight of a model with config `c`."
-    out = [("src_emb.lut.weight", "model.encoder.embed_tokens.weight", (1,)),    # one tensor under both names when shared
-           ("tgt_emb.lut.weight", "model.decoder.embed_tokens.weight", (1,))]
-    if not c.tie_output: out.append(("out_proj.weight", "lm_head.weight", (1,)))
-    if c.logits_bias: out.append(("logits_bias", "final_logits_bias", ()))
-    def linear(ours, theirs, axes_w, axes_b):
-        out.extend([(f"{ours}.weight", f"{theirs}.weight", axes_w), (f"{ours}.bias", f"{theirs}.bias", axes_b)])
-    def attention(ours, theirs):
-        for a, b in (("w_q", "q_proj"), ("w_k", "k_proj"), ("w_v", "v_proj")): linear(f"{ours}.{a}", f"{theirs}.{b}", (1,), ())
-        linear(f"{ours}.w_o", f"{theirs}.out_proj", (0,), (0,))
-    def ffn(ours, theirs): linear(f"{ours}.ffn.w_1", f"{theirs}.fc1", (1,), ()); linear(f"{ours}.ffn.w_2", f"{theirs}.fc2", (0,), (0,))
-    for i in range(c.n_enc_layers):
-        o, t = f"encoder.layers.{i}", f"model.encoder.layers.{i}"
-        attention(f"{o}.self_attn", f"{t}.self_attn"); linear(f"{o}.sub1.norm", f"{t}.self_attn_layer_norm", (0,), (0,))
-        ffn(o, t); linear(f"{o}.sub2.norm", f"{t}.final_layer_norm", (0,), (0,))
-    for i in range(c.n_dec_layers):
-        o, t = f"decoder.layers.{i}", f"model.decoder.layers.{i}"
-        attention(f"{o}.self_attn", f"{t}.self_attn"); linear(f"{o}.sub1.norm", f"{t}.self_attn_layer_norm", (0,), (0,))
-        attention(f"{o}.cross_attn", f"{t}.encoder_attn"); linear(f"{o}.sub2.norm", f"{t}.encoder_attn_layer_norm", (0,), (0,))
-        ffn(o, t); linear(f"{o}.sub3.norm", f"{t}.final_layer_norm", (0,), (0,))
-    return out
+    "(the book's tensor, Marian's tensor, the axes of it that run over d_model) for every weight of a model with config `c`, from `parameter_map`."
+    return [(_join(ours, o), _join(theirs, t), axes) for kind, ours, theirs, _ in parameter_map(c) if theirs is not None
+            for o, t, axes in _MARIAN_TENSORS[kind]]
 
 def _permuted(t: Tensor, axes: tuple[int, ...], perm: Tensor) -> Tensor:
     for a in axes: t = t.index_select(a, perm)
@@ -95,8 +114,8 @@ def export_refusals(
     if to == "marian" and c.positional != "sinusoidal": why.append(f"positional={c.positional!r}: MarianMTModel has sinusoidal positions only")
     if to == "ct2" and c.positional not in ("sinusoidal", "learned"):
         why.append(f"positional={c.positional!r}: the export writes a table of positions (sinusoidal or learned)")
-    for k in ("d_k", "d_v"):
-        if getattr(c, k) not in (None, c.d_model // c.n_heads): why.append(f"{k}={getattr(c, k)}: heads must have d_model / h dimensions")
+    for k, size in (("d_k", c.head_dim), ("d_v", c.value_dim)):
+        if size != c.d_model // c.n_heads: why.append(f"{k}={getattr(c, k)}: heads must have d_model / h dimensions")
     return why
 
 # %% ../nbs/20_real_models.ipynb #588178a1
@@ -246,9 +265,7 @@ def from_marian(
         if (tokenizer.vocab[pad], tokenizer.vocab[eos]) != (c.pad_id, c.eos_id):
             raise ValueError(f"the source vocabulary numbers {pad} and {eos} {tokenizer.vocab[pad]} and {tokenizer.vocab[eos]}, the model "
                              f"{c.pad_id} and {c.eos_id}: the book uses one padding id and one EOS id on both sides")
-        if (tokenizer.vocab_size, tokenizer.src_vocab_size) != (c.tgt_vocab_size, c.src_vocab_size):
-            raise ValueError(f"the tokenizer has {tokenizer.src_vocab_size} source and {tokenizer.vocab_size} target pieces, the model "
-                             f"{c.src_vocab_size} and {c.tgt_vocab_size}: they do not belong together")
+        check_fits(tokenizer, c)                                           # sizes of both sides, the target's padding and EOS
     return model, tokenizer
 
 # %% ../nbs/20_real_models.ipynb #2c8fdb46
@@ -331,49 +348,50 @@ def vocabularies(
     if isinstance(tokenizer, Tokenizer): tokenizer = [tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size)]
     return list(tokenizer), list(tokenizer)
 
+def _ct2_fill(
+    spec,  # CTranslate2's `TransformerSpec`
+    model: Transformer,  # the book's model
+) -> None:
+    "Copy the weights of `model` into `spec`, part by part of `parameter_map` (fused Q, K, V; one array for a shared tensor)."
+    arrays = {}                                                         # id -> (tensor, its array): one array per tensor
+    def f(t: Tensor):                                                   # a copy: quantizing the spec must not touch the model
+        if id(t) not in arrays: arrays[id(t)] = t, t.detach().float().cpu().numpy().copy()
+        return arrays[id(t)][1]
+    def linear(s, w: Tensor, b: Tensor):
+        s.weight, s.bias = f(w), f(b)
+    for kind, ours, _, theirs in parameter_map(model.config):
+        s = spec
+        for a in theirs.split("."): s = s[int(a)] if a.isdigit() else getattr(s, a)
+        if kind == "logits_bias": s.bias = f(model.get_parameter(ours)); continue
+        m = model.get_submodule(ours)
+        if kind == "embedding": (s[0] if isinstance(s, list) else s).weight = f(m.weight)
+        elif kind == "projection": s.weight = f(m.weight)
+        elif kind == "norm": s.gamma, s.beta = f(m.weight), f(m.bias)
+        elif kind == "ffn": linear(s.linear_0, m.w_1.weight, m.w_1.bias); linear(s.linear_1, m.w_2.weight, m.w_2.bias)
+        else:
+            ws = [m.w_q, m.w_k, m.w_v]
+            groups = [ws] if kind == "self_attention" else [ws[:1], ws[1:]]   # self: Q, K, V in one; cross: Q, then K and V
+            for lin, g in zip(s.linear, groups): linear(lin, torch.cat([w.weight for w in g]), torch.cat([w.bias for w in g]))
+            linear(s.linear[-1], m.w_o.weight, m.w_o.bias)
+    for side, pos in ((spec.encoder, model.src_pos), (spec.decoder, model.tgt_pos)):
+        side.scale_embeddings = True                                      # × √d_model
+        side.position_encodings.encodings = f(pos.table if model.config.positional == "sinusoidal" else pos.pe.weight)
+
 def ct2_spec(
     model: Transformer,  # the book's model
     tokenizer,  # its `Tokenizer`, `MarianVocab`, or list of pieces
 ):
     "CTranslate2's description of `model`: its weights as they are (fused Q, K, V), its table of positions, its vocabularies."
-    ct2 = _ctranslate2()
+    _ctranslate2()
     from ctranslate2.specs import common_spec, transformer_spec
     c = model.config
     why = export_refusals(c, "ct2")
     if why: raise ValueError("this model cannot be exported to CTranslate2: " + "; ".join(why))
     src_pieces, tgt_pieces = vocabularies(tokenizer)
-    if (len(src_pieces), len(tgt_pieces)) != (c.src_vocab_size, c.tgt_vocab_size):
-        raise ValueError(f"the tokenizer has {len(src_pieces)} source and {len(tgt_pieces)} target pieces, the model "
-                         f"{c.src_vocab_size} and {c.tgt_vocab_size}: they do not belong together")
+    check_fits(tokenizer if hasattr(tokenizer, "vocab_size") else SimpleNamespace(src_vocab_size=len(src_pieces), vocab_size=len(tgt_pieces)), c)
     act = {"relu": common_spec.Activation.RELU, "swish": common_spec.Activation.SWISH}[c.activation]
     spec = transformer_spec.TransformerSpec.from_config((c.n_enc_layers, c.n_dec_layers), c.n_heads, pre_norm=c.norm_first, activation=act)
-    f = lambda t: t.detach().float().cpu().numpy().copy()             # a copy: quantizing the spec must not touch the model
-    def linear(s, w: Tensor, b: Tensor | None = None):
-        s.weight = f(w)
-        if b is not None: s.bias = f(b)
-    def norm(s, m): s.gamma, s.beta = f(m.weight), f(m.bias)
-    def attention(s, a, self_attention: bool):
-        ws = [a.w_q, a.w_k, a.w_v]
-        groups = [ws] if self_attention else [ws[:1], ws[1:]]              # self: Q, K, V in one; cross: Q, then K and V
-        for lin, g in zip(s.linear, groups): linear(lin, torch.cat([w.weight for w in g]), torch.cat([w.bias for w in g]))
-        linear(s.linear[-1], a.w_o.weight, a.w_o.bias)
-    def ffn(s, m): linear(s.linear_0, m.w_1.weight, m.w_1.bias); linear(s.linear_1, m.w_2.weight, m.w_2.bias)
-    src_w = f(model.src_emb.weight)
-    tgt_w = src_w if c.share_embeddings else f(model.tgt_emb.weight)
-    for side, w, pos in ((spec.encoder, src_w, model.src_pos), (spec.decoder, tgt_w, model.tgt_pos)):
-        (side.embeddings[0] if isinstance(side.embeddings, list) else side.embeddings).weight = w
-        side.scale_embeddings = True                                      # × √d_model
-        side.position_encodings.encodings = f(pos.pe if c.positional == "sinusoidal" else pos.pe.weight)
-    for s, l in zip(spec.encoder.layer, model.encoder.layers):
-        attention(s.self_attention, l.self_attn, True); norm(s.self_attention.layer_norm, l.sub1.norm)
-        ffn(s.ffn, l.ffn); norm(s.ffn.layer_norm, l.sub2.norm)
-    for s, l in zip(spec.decoder.layer, model.decoder.layers):
-        attention(s.self_attention, l.self_attn, True); norm(s.self_attention.layer_norm, l.sub1.norm)
-        attention(s.attention, l.cross_attn, False); norm(s.attention.layer_norm, l.sub2.norm)
-        ffn(s.ffn, l.ffn); norm(s.ffn.layer_norm, l.sub3.norm)
-    if c.norm_first: norm(spec.encoder.layer_norm, model.encoder.norm); norm(spec.decoder.layer_norm, model.decoder.norm)
-    spec.decoder.projection.weight = tgt_w if c.tie_output else f(model.out_proj.weight)
-    if c.logits_bias: spec.decoder.projection.bias = f(model.logits_bias)
+    _ct2_fill(spec, model)
     cfg = spec.config
     cfg.unk_token = next((p for p in ("<unk>",) if p in tgt_pieces), tgt_pieces[1])
     cfg.bos_token = cfg.decoder_start_token = tgt_pieces[c.bos_id]
@@ -400,6 +418,8 @@ def to_ctranslate2(
     return out
 
 # %% ../nbs/20_real_models.ipynb #580590b2
+def _ct2_beam(cfg: DecodeConfig) -> int: return cfg.beam if cfg.search == "beam" else 1   # CTranslate2's beam_size
+
 class CT2Translator(Translator):
     "A `Translator` whose searches run in CTranslate2, on a directory written by `to_ctranslate2`."
     def __init__(self,
@@ -419,28 +439,70 @@ class CT2Translator(Translator):
         c = self.config
         self.suppress = [[tgt_pieces[i]] for i in sorted({c.pad_id, c.bos_id})]     # never produced, as in the book's decoders
 
-    def check(self, beam: int, n_best: int, convention: str, attention: bool) -> None:
-        "As `Translator.check`, and CTranslate2 has neither Wu et al.'s penalty nor the attention of every layer."
-        super().check(beam, n_best, convention, attention)
-        if beam > 1 and convention != "hf":
+    def check(self, cfg: DecodeConfig, attention: bool) -> None:
+        "Refuse what CTranslate2 cannot do: a search other than greedy and beam, Wu et al.'s penalty, the attention of every layer."
+        if cfg.search not in ("greedy", "beam"): raise ValueError(f"CTranslate2 runs greedy and beam search only, not {cfg.search!r}")
+        if _ct2_beam(cfg) > 1 and cfg.convention != "hf":
             raise ValueError("CTranslate2's beam search divides by |Y|^α: it has no Wu et al. penalty (use convention 'hf'; on the command line --length-penalty hf)")
         if attention: raise ValueError("the attention of every layer and head is available with the torch engine only")
 
-    def search(self, src: Tensor, beam: int, n_best: int, alpha: float, convention: str, max_len_a: float,
-               max_len_b: int) -> tuple[Tensor, Tensor]:
+    def search(self, src: Tensor, cfg: DecodeConfig) -> tuple[Tensor, Tensor]:
         "Tokens `[B, n, T]` and scores `[B, n]` from CTranslate2 (its scores: log P for greedy, log P / |Y|^α for beam search)."
-        c = self.config
-        T = int(max_output_lengths(src, c.pad_id, max_len_a, max_len_b, c.max_len).max())
+        c, beam, n_best = self.config, _ct2_beam(cfg), cfg.n_best or 1
+        T = int(max_output_lengths(src, c.pad_id, cfg.max_len_a, cfg.max_len_b, c.max_len).max())
         rows = [[self.src_pieces[i] for i in r if i != c.pad_id][:-1] for r in src.tolist()]   # the model appends EOS itself
-        res = self.ct2.translate_batch(rows, beam_size=beam, num_hypotheses=n_best, length_penalty=alpha if beam > 1 else 0.0,
-                                       max_decoding_length=T, min_decoding_length=0, max_input_length=0, return_scores=True, return_end_token=True,
-                                       suppress_sequences=self.suppress)
+        res = self.ct2.translate_batch(rows, beam_size=beam, num_hypotheses=n_best, length_penalty=cfg.alpha if beam > 1 else 0.0,
+                                       max_decoding_length=T, min_decoding_length=cfg.min_len, max_input_length=0, return_scores=True,
+                                       return_end_token=True, suppress_sequences=self.suppress)
         tokens = torch.full((len(rows), n_best, T), c.pad_id, dtype=torch.long)
         scores = torch.full((len(rows), n_best), -math.inf)
         for b, r in enumerate(res):
             for j, (hyp, s) in enumerate(zip(r.hypotheses, r.scores)):
                 tokens[b, j, :len(hyp)] = torch.tensor([self.tgt_ids[p] for p in hyp], dtype=torch.long); scores[b, j] = s
         return tokens, scores
+
+# %% ../nbs/20_real_models.ipynb #7ede6384
+def decode_peers(
+    model: Transformer,  # the book's model, whose weights every peer decodes with
+    src: Tensor,  # `[B, S]` source ids, EOS-terminated, PAD-padded
+    T: int,  # tokens each peer generates per sentence (EOS suppressed)
+    beam: int,  # beam size of the beam-search peers
+    *,
+    marian: bool = True,  # include HuggingFace MarianMTModel (needs transformers)
+    ct2: bool = True,  # include CTranslate2, float32 and int8 (needs ctranslate2; CPU only)
+) -> dict:
+    "Marian's generate() and CTranslate2 (float32, int8) on `model`'s own weights, each a function that decodes `src`: name -> fn (`bench_decode`'s peers)."
+    out, c = {}, model.config
+    if marian:
+        try:
+            import transformers; transformers.logging.set_verbosity_error()
+        except ImportError: print("HuggingFace transformers is not installed: pip install 'annotated_tx[interop]'; timing without Marian")
+        else:
+            hf, att = to_marian_model(model).to(src.device), (src != c.pad_id).long()
+            def hf_generate(k):
+                with torch.inference_mode():
+                    return hf.generate(input_ids=src, attention_mask=att, num_beams=k, do_sample=False, max_new_tokens=T,
+                                       min_new_tokens=T)[:, 1:]              # drop the decoder start token
+            out["Marian greedy"], out[f"Marian beam-{beam}"] = lambda: hf_generate(1), lambda: hf_generate(beam)
+    if ct2 and src.device.type == "cpu":
+        try: import ctranslate2
+        except ImportError: print("CTranslate2 is not installed: pip install 'annotated_tx[interop]'; timing without it"); return out
+        import tempfile
+        pieces = ["<pad>", "<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(4, c.tgt_vocab_size)]
+        ids = {p: i for i, p in enumerate(pieces)}
+        rows = [[pieces[i] for i in r if i != c.pad_id][:-1] for r in src.tolist()]     # the exported model appends EOS
+        with tempfile.TemporaryDirectory() as d:
+            to_ctranslate2(model, pieces, d, "float32", force=True)
+            engines = {q: ctranslate2.Translator(d, device="cpu", compute_type=q, intra_threads=torch.get_num_threads())
+                       for q in ("float32", "int8")}
+        def ct2_translate(q, k):
+            res = engines[q].translate_batch(rows, beam_size=k, min_decoding_length=T, max_decoding_length=T, max_input_length=0,
+                                             suppress_sequences=[["<pad>"], ["<s>"]])
+            return torch.tensor([[ids[p] for p in r.hypotheses[0]] for r in res])
+        for q in ("float32", "int8"):
+            out[f"CTranslate2 {q} greedy"] = lambda q=q: ct2_translate(q, 1)
+            out[f"CTranslate2 {q} beam-{beam}"] = lambda q=q: ct2_translate(q, beam)
+    return out
 
 # %% ../nbs/20_real_models.ipynb #eafd3cc2
 def load_translator(
@@ -459,7 +521,7 @@ def load_translator(
     if engine != "torch": raise ValueError(f"engine must be 'torch' or 'ct2', got {engine!r}")
     if compute_type != "default": raise ValueError(f"compute_type={compute_type!r} is a CTranslate2 setting: use engine 'ct2'")
     if threads: torch.set_num_threads(threads)
-    dev = default_device() if device == "auto" else torch.device(device)
+    dev = resolve_device() if device == "auto" else torch.device(device)
     if (path / "model.bin").is_file(): raise ValueError(f"{path} is a CTranslate2 model: use engine 'ct2' (--engine ct2)")
     if is_marian(model):
         if tokenizer: raise ValueError("a Marian model brings its tokenizer: no --tokenizer")
@@ -467,40 +529,27 @@ def load_translator(
         return Translator(m, vocab, dev)
     return Translator.load(path, tokenizer, dev)
 
-def translate_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx translate`: the book's models, imported Marian models, and CTranslate2 exports."
-    ap = translate_parser(model_help="a run directory, a model file (.safetensors), a Marian model (a directory or a name such as "
-                                     "Helsinki-NLP/opus-mt-de-en), or with --engine ct2 a directory written by annotated-tx export")
-    ap.add_argument("--engine", choices=["torch", "ct2"], default="torch", help="the book's decoders (default) or CTranslate2")
-    ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: the engine's choice)")
-    ap.add_argument("--compute-type", default="default", help="CTranslate2 only: default (as exported), float32, int8, ...")
-    ap.set_defaults(length_penalty=None)
-    args = ap.parse_args(argv)
-    args.length_penalty = args.length_penalty or ("hf" if args.engine == "ct2" else "wu")   # CTranslate2 has only |Y|^α
-    return run_translate(args, lambda a: load_translator(a.model, a.tokenizer, a.device, a.engine, a.threads, a.compute_type))
+def engine_convention(
+    engine: str,  # 'torch' (the book's decoders) or 'ct2' (CTranslate2)
+) -> str:
+    "The length-penalty convention an engine uses unless told: CTranslate2 has only |Y|^α ('hf'); the book's decoders, Wu et al.'s ('wu')."
+    return "hf" if engine == "ct2" else "wu"
 
-def export_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx export`: write a model as a CTranslate2 directory (float32 or int8) or as a Marian directory for transformers."
-    ap = argparse.ArgumentParser(prog="annotated-tx export", description=export_main.__doc__)
-    ap.add_argument("-m", "--model", required=True, help="a run directory, a model file (.safetensors), or a Marian model (directory or name)")
-    ap.add_argument("-t", "--tokenizer", default=None, help="the book's models only: their tokenizer (default: tokenizer.model next to the model)")
-    ap.add_argument("--to", choices=["ct2", "marian"], default="ct2", help="ct2: CTranslate2 (default); marian: transformers' MarianMTModel")
-    ap.add_argument("-o", "--out", required=True, help="the directory to write")
-    ap.add_argument("--quantization", default="float32", choices=["float32", "int8", "int8_float32", "int16", "float16", "bfloat16"],
-                    help="CTranslate2's weights (default: float32)")
-    ap.add_argument("--force", action="store_true", help="replace an existing output directory")
-    a = ap.parse_args(argv)
-    try:
-        if a.to == "marian" and a.quantization != "float32": raise ValueError("--quantization is for --to ct2; a Marian directory is float32")
-        out = Path(a.out)
-        if out.exists() and any(out.iterdir()) and not a.force: raise ValueError(f"{out} exists and is not empty (--force replaces it)")
-        t = load_translator(a.model, a.tokenizer, "cpu")
-        if a.to == "ct2": to_ctranslate2(t.model, t.tokenizer, out, a.quantization, force=True)
-        else:
-            if out.exists(): shutil.rmtree(out)
-            to_marian(t.model, t.tokenizer, out)
-    except (FileNotFoundError, ValueError, ImportError) as e:
-        print(f"annotated-tx export: error: {e}", file=sys.stderr)
-        return 1
-    print(f"wrote {out} ({'CTranslate2, ' + a.quantization if a.to == 'ct2' else 'Marian, for transformers'})")
-    return 0
+def export_model(
+    model: str | Path,  # a run directory, a model file (.safetensors), or a Marian model (directory or name)
+    out: str | Path,  # the directory to write
+    *,
+    to: str = "ct2",  # 'ct2' (CTranslate2) or 'marian' (transformers' MarianMTModel)
+    tokenizer: str | Path | None = None,  # the book's models only: their tokenizer (default: tokenizer.model next to the model)
+    quantization: str = "float32",  # CTranslate2's weights; a Marian directory is float32
+    force: bool = False,  # replace an existing directory that is not empty
+) -> Path:
+    "Write a model as a CTranslate2 or a Marian directory; an existing directory that is not empty is replaced only with `force`."
+    if to not in ("ct2", "marian"): raise ValueError(f"to must be 'ct2' or 'marian', got {to!r}")
+    if to == "marian" and quantization != "float32": raise ValueError("--quantization is for --to ct2; a Marian directory is float32")
+    out = Path(out)
+    if out.exists() and any(out.iterdir()) and not force: raise ValueError(f"{out} exists and is not empty (--force replaces it)")
+    t = load_translator(model, tokenizer, "cpu")
+    if to == "ct2": return to_ctranslate2(t.model, t.tokenizer, out, quantization, force=True)
+    if out.exists(): shutil.rmtree(out)
+    return to_marian(t.model, t.tokenizer, out)

@@ -97,13 +97,13 @@ class PositionalEncoding(nn.Module):
                  d_model: int,  # model width
                  max_len: int = 1024):  # longest sequence supported
         super().__init__()
-        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)
+        self.register_buffer("table", sinusoidal_encoding(max_len, d_model), persistent=False)   # computed, never saved
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         end = offset + x.size(1)
-        if end > self.pe.size(0):
-            raise ValueError(f"position {end - 1} is beyond max_len={self.pe.size(0)} of the positional encoding")
-        return x + self.pe[offset:end]
+        if end > self.table.size(0):
+            raise ValueError(f"position {end - 1} is beyond max_len={self.table.size(0)} of the positional encoding")
+        return x + self.table[offset:end]
 
 class LearnedPositionalEmbedding(nn.Module):
     "The alternative of Table 3 row (E): one learned vector per position, added like the sinusoid."
@@ -111,7 +111,7 @@ class LearnedPositionalEmbedding(nn.Module):
                  d_model: int,  # model width
                  max_len: int = 1024):  # longest sequence supported (no extrapolation beyond it)
         super().__init__()
-        self.pe = nn.Embedding(max_len, d_model)
+        self.pe = nn.Embedding(max_len, d_model)   # learned, so saved: `src_pos.pe.weight` is a key of every such model file
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         end = offset + x.size(1)

@@ -6,8 +6,8 @@ Docs: https://annotated-tx.github.io/annotated_tx/model.html.md"""
 
 # %% ../nbs/03_model.ipynb #0c37e32e
 from __future__ import annotations
-import contextlib, json, math
-from dataclasses import dataclass, asdict, field, fields, replace
+import contextlib, json
+from dataclasses import dataclass, asdict, fields
 from pathlib import Path
 import torch
 import torch.nn.functional as F
@@ -18,8 +18,7 @@ from .layers import ACTIVATIONS, POSITIONAL, PositionwiseFeedForward, Embeddings
 # %% auto #0
 __all__ = ['EMB_INITS', 'CONFIGS', 'Config', 'TransformerConfig', 'get_config', 'position_module', 'self_attention', 'Residual',
            'EncoderLayer', 'Encoder', 'DecoderLayer', 'DecoderCache', 'Decoder', 'ModelBase', 'Transformer',
-           'count_parameters', 'architecture_figure', 'save_model', 'read_model_header', 'load_model', 'default_device',
-           'evaluating', 'torch_threads']
+           'count_parameters', 'architecture_figure', 'save_model', 'read_model_header', 'load_model', 'evaluating']
 
 # %% ../nbs/03_model.ipynb #03aa23dd
 class Config:
@@ -62,6 +61,16 @@ class TransformerConfig(Config):
     bos_id: int = 2  # the decoder's start token, first of every decoder input (Marian models start from their pad id)
     eos_id: int = 3  # end-of-sentence id
 
+    @property
+    def head_dim(self) -> int:
+        "Key/query size per head: `d_k`, or d_model / h."
+        return self.d_k or self.d_model // self.n_heads
+
+    @property
+    def value_dim(self) -> int:
+        "Value size per head: `d_v`, or d_model / h."
+        return self.d_v or self.d_model // self.n_heads
+
     def __post_init__(self):
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(f"share_embeddings needs one vocabulary, got src_vocab_size={self.src_vocab_size} "
@@ -72,7 +81,7 @@ class TransformerConfig(Config):
             raise ValueError(f"emb_init must be one of {tuple(EMB_INITS)}, got {self.emb_init!r}")
         if self.positional not in POSITIONAL:
             raise ValueError(f"positional must be one of {tuple(POSITIONAL)}, got {self.positional!r}")
-        if problem := POSITIONAL[self.positional].problem(self.d_k or self.d_model // self.n_heads):
+        if problem := POSITIONAL[self.positional].problem(self.head_dim):
             raise ValueError(f"positional={self.positional!r}: {problem}")
 
 # %% ../nbs/03_model.ipynb #ddfa0f37
@@ -98,8 +107,7 @@ def position_module(c: TransformerConfig) -> nn.Module:
 
 def self_attention(c: TransformerConfig) -> MultiHeadAttention:
     "A self-attention layer for config `c`, given what its positional scheme needs (RoPE's rotary table, ALiBi's slopes)."
-    d_k = c.d_k or c.d_model // c.n_heads
-    return MultiHeadAttention(c.d_model, c.n_heads, c.attn_dropout, c.d_k, c.d_v, **POSITIONAL[c.positional].attention(c.n_heads, d_k, c.max_len))
+    return MultiHeadAttention(c.d_model, c.n_heads, c.attn_dropout, c.d_k, c.d_v, **POSITIONAL[c.positional].attention(c.n_heads, c.head_dim, c.max_len))
 
 # %% ../nbs/03_model.ipynb #b41cf2ee
 class Residual(nn.Module):
@@ -165,9 +173,9 @@ class DecoderCache:
 
     def __len__(self) -> int: return self.kv.length()
 
-    def select(self,
-               rows: Tensor,  # new row r continues old row rows[r]
-               sentences: Tensor | None = None):  # the sentences still decoding, if some just finished
+    def reorder(self,
+                rows: Tensor,  # new row r continues old row rows[r]
+                sentences: Tensor | None = None):  # the sentences still decoding, if some just finished
         "Reorder the rows (beam search), and keep only the encoder side of the sentences still decoding."
         self.kv.reorder(rows)
         if sentences is not None and self.cross is not None:
@@ -191,7 +199,7 @@ class Decoder(nn.Module):
 
 # %% ../nbs/03_model.ipynb #4d5f0193
 class ModelBase(nn.Module):
-    "What every model of the book shares: tokens in (embedding, positions, dropout), logits out (the tied projection), Xavier init."
+    "What every model of the book shares: tokens in (embedding, positions, dropout), logits out (the tied projection), the initialisation."
     def embed(self, tokens: Tensor, emb: nn.Module, pos: nn.Module, offset: int = 0) -> Tensor:
         "Dropout(embedding ×√d_model + positions) of `tokens` at positions offset, offset+1, …"
         return self.dropout(pos(emb(tokens), offset))
@@ -352,10 +360,6 @@ def load_model(
     return model.to(device).eval()
 
 # %% ../nbs/03_model.ipynb #f9244b71
-def default_device() -> torch.device:
-    "CUDA if available, else CPU."
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
 @contextlib.contextmanager
 def evaluating(model: nn.Module):
     "Eval mode and no autograd inside; the model's previous mode restored after."
@@ -365,10 +369,3 @@ def evaluating(model: nn.Module):
         with torch.inference_mode(): yield model
     finally: model.train(was)
 
-@contextlib.contextmanager
-def torch_threads(n: int | None):
-    "Run the body with `n` intra-op threads (None: leave as is), restoring the previous setting."
-    old = torch.get_num_threads()
-    if n: torch.set_num_threads(n)
-    try: yield
-    finally: torch.set_num_threads(old)

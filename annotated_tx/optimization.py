@@ -1,4 +1,4 @@
-r""""We used the Adam optimizer with $\beta_1 = 0.9$, $\beta_2 = 0.98$ and $\epsilon = 10^{-9}$. We varied the learning rate over the course of training … We employed three types of regularization during training: … Residual Dropout … Label Smoothing. During training, we employed label smoothing of value $\epsilon_{ls} = 0.1$. This hurts perplexity, as the model learns to be more unsure, but improves accuracy and BLEU score."
+r""""We used the Adam optimizer with $\beta_1 = 0.9$, $\beta_2 = 0.98$ and $\epsilon = 10^{-9}$. We varied the learning rate over the course of training … We employ three types of regularization during training: **Residual Dropout** … **Label Smoothing** During training, we employed label smoothing of value $\epsilon_{ls} = 0.1$. This hurts perplexity, as the model learns to be more unsure, but improves accuracy and BLEU score."
 
 Docs: https://annotated-tx.github.io/annotated_tx/optimization.html.md"""
 
@@ -6,11 +6,9 @@ Docs: https://annotated-tx.github.io/annotated_tx/optimization.html.md"""
 
 # %% ../nbs/08_optimization.ipynb #8aa12bbb
 from __future__ import annotations
-import math
 import torch
-import torch.nn.functional as F
 from torch import nn, Tensor
-from .batching import Batch, make_batch, PAD_ID
+from .batching import Batch, PAD_ID
 
 # %% auto #0
 __all__ = ['smoothed_targets', 'SmoothedCrossEntropy', 'label_smoothed_loss', 'rate', 'make_optimizer', 'set_lr',

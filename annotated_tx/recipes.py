@@ -6,24 +6,27 @@ Docs: https://annotated-tx.github.io/annotated_tx/recipes.html.md"""
 
 # %% ../nbs/13_recipes.ipynb #1abc108c
 from __future__ import annotations
-import argparse, json, math, os, resource, socket, sys, time
+import json, math, os, resource, socket, sys, time
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable
 import torch
 from .model import Config, Transformer, TransformerConfig, get_config, count_parameters, load_model
-from .data import CORPORA, get_corpus, say
-from .tokenizer import Tokenizer, filter_pairs
+from .data import get_corpus
+from .runtime import say
+from .tokenizer import Tokenizer, encode_pairs, filter_pairs
 from .batching import Batches
-from .trainer import TrainConfig, train, list_checkpoints, average_checkpoints, dist_env, describe_host
-from .decoding import translate
-from .evaluation import evaluate, corpus_bleu
+from .trainer import TrainConfig, train
+from .checkpoints import list_checkpoints, average_last
+from .runtime import dist_env
+from .decoding import DecodeConfig, translate
+from .evaluation import score_corpus, corpus_bleu
 
 # %% auto #0
-__all__ = ['EXPECT_KEYS', 'PRESETS', 'PLATEAU_HELP', 'COPY_SETTINGS', 'Recipe', 'get_recipe', 'micro_batch', 'peak_memory_mb',
-           'load_corpus', 'check_data', 'check_output_dir', 'shared_vocabulary', 'score_split', 'validation_probe',
-           'expectation_problems', 'run_recipe', 'train_parser', 'recipe_from_args', 'copy_args', 'train_main',
-           'evaluate_parser', 'evaluate_recipe', 'evaluate_main']
+__all__ = ['EXPECT_KEYS', 'PRESETS', 'PLATEAU_HELP', 'Recipe', 'get_recipe', 'micro_batch', 'peak_memory_mb', 'load_corpus',
+           'check_data', 'check_output_dir', 'shared_vocabulary', 'score_split', 'validation_probe',
+           'expectation_problems', 'scored_weights', 'recipe_pairs', 'fit_recipe', 'score_run', 'run_recipe',
+           'default_run_dir']
 
 # %% ../nbs/13_recipes.ipynb #43cbc182
 def _need(
@@ -99,6 +102,10 @@ class Recipe(Config):
     def model_config(self, vocab_size: int) -> TransformerConfig:
         "The model's configuration for a vocabulary of `vocab_size` pieces."
         return get_config(self.model, **{**self.model_overrides, "src_vocab_size": vocab_size, "tgt_vocab_size": vocab_size})
+
+    def decode_config(self, beam: int | None = None) -> DecodeConfig:   # beam size (default: the recipe's); 1 = greedy
+        "The decoding settings of the recipe (§6.1), at its beam size or at `beam`."
+        return DecodeConfig.for_beam(beam or self.beam, alpha=self.alpha, max_len_a=self.max_len_a, max_len_b=self.max_len_b)
 
 # %% ../nbs/13_recipes.ipynb #64b07721
 PRESETS: dict[str, dict] = {
@@ -207,11 +214,9 @@ def shared_vocabulary(
     path = Path(path)
     if local_rank is None: local_rank = dist_env()[2]
     if not path.is_file() and local_rank == 0:
-        t0 = time.time()
         tokenizer = Tokenizer.train(pairs, vocab_size)
         os.replace(tokenizer.save(path.with_name(f".{path.name}.{socket.gethostname()}-{os.getpid()}")), path)
-        say(f"vocabulary: {tokenizer.vocab_size} BPE pieces trained on {2 * len(pairs)} training sentences "
-             f"in {time.time() - t0:.1f}s -> {path}")
+        say(f"vocabulary: {tokenizer.vocab_size} BPE pieces trained on {2 * len(pairs)} training sentences -> {path}")
         return tokenizer
     if not path.is_file(): say(f"local rank {local_rank}: waiting for local rank 0 to learn the vocabulary {path}")
     while not path.is_file(): time.sleep(poll_seconds)
@@ -227,9 +232,8 @@ def score_split(
     progress: bool = True,  # show a progress bar
 ) -> tuple[dict, list[str]]:
     "Translate the source side of `pairs` and score it against the target side: (scores, translations)."
-    hyps = translate(model, tokenizer, [s for s, _ in pairs], beam=beam or recipe.beam, alpha=recipe.alpha,
-                     max_len_a=recipe.max_len_a, max_len_b=recipe.max_len_b, progress=progress)
-    scores = evaluate(hyps, [t for _, t in pairs], recipe.tgt_lang)
+    hyps = translate(model, tokenizer, [s for s, _ in pairs], recipe.decode_config(beam), progress=progress)
+    scores = score_corpus(hyps, [t for _, t in pairs], recipe.tgt_lang)
     return {k: dict(score=round(v.score, 2), signature=v.signature) for k, v in scores.items()}, hyps
 
 def validation_probe(
@@ -240,7 +244,7 @@ def validation_probe(
     "The trainer's probe for a recipe: greedy BLEU on a few hundred val sentences, the first one's translation, and a warning on a plateau."
     pairs, warned = pairs[:recipe.probe_sentences], []
     def probe(model: Transformer, rec: dict) -> dict:
-        hyps = translate(model, tokenizer, [s for s, _ in pairs], beam=1, max_len_a=recipe.max_len_a, max_len_b=recipe.max_len_b)
+        hyps = translate(model, tokenizer, [s for s, _ in pairs], recipe.decode_config(1))
         out = {"greedy_bleu": round(corpus_bleu(hyps, [t for _, t in pairs]).score, 2), "sample": f"{pairs[0][0]} -> {hyps[0]}"}
         if "val_ppl" in recipe.expect and not warned:
             update, ppl = recipe.expect["val_ppl"]
@@ -260,7 +264,7 @@ def expectation_problems(
 ) -> list[str]:
     "What a finished run missed of `recipe.expect`, one sentence each, with what to check."
     e, problems = recipe.expect, []
-    key = "averaged" if f"averaged/{recipe.test_split}" in results else "final"
+    key = scored_weights(recipe, results)
     if "val_ppl" in e:
         update, ppl = e["val_ppl"]
         at = [r for r in val_log if r["step"] >= update][:1]
@@ -277,31 +281,38 @@ def expectation_problems(
                         f"validation lines ({PLATEAU_HELP})")
     return problems
 
-def run_recipe(
-    recipe: Recipe,  # what to run
-    out_dir: str | Path,  # where everything goes (created; a finished run is resumed and only re-scored)
-    data_dir: str | Path | None = None,  # directory containing the corpus (default: $ANNOTATED_TX_DATA, then the cache)
-    download: bool = True,  # may download the corpus into the cache, where it can be downloaded (Multi30k)
-    progress: bool = True,  # show progress bars
-) -> dict:
-    "Vocabulary, data, training, checkpoint averaging, decoding and scoring: the whole job. Returns the results."
-    t_start = time.time()
-    out = check_output_dir(out_dir, recipe)
-    check_data(recipe, data_dir, download)                            # fail now, not after an hour of training
-    (out / "recipe.json").write_text(json.dumps(recipe.to_dict(), indent=1))
-    rank, world, _ = dist_env()
+def scored_weights(
+    recipe: Recipe,  # its test split
+    results: dict,  # what `run_recipe` returns
+) -> str:
+    "Which weights a run's headline score is of: 'averaged' where the checkpoints were averaged, else 'final'."
+    return "averaged" if f"averaged/{recipe.test_split}" in results else "final"
 
+def recipe_pairs(
+    recipe: Recipe,  # its corpus, direction, splits and the quick-test cuts (train_pairs, eval_sentences)
+    data_dir: str | Path | None = None,  # as for `load_corpus`
+    download: bool = True,  # as for `load_corpus`
+) -> tuple[list, list, list]:
+    "The run's (train, val, test) sentence pairs, cut as the recipe asks."
     train_pairs = load_corpus(recipe, "train", data_dir, download)
     if recipe.train_pairs: train_pairs = train_pairs[:recipe.train_pairs]
     val_pairs, test_pairs = (load_corpus(recipe, s, data_dir, download) for s in (recipe.val_split, recipe.test_split))
     if recipe.eval_sentences: val_pairs, test_pairs = val_pairs[:recipe.eval_sentences], test_pairs[:recipe.eval_sentences]
+    return train_pairs, val_pairs, test_pairs
 
-    tokenizer = shared_vocabulary(train_pairs, recipe.vocab_size, out / "tokenizer.model")
+def fit_recipe(
+    recipe: Recipe,  # the model, batching and training settings
+    out: Path,  # the run's directory (checked by `check_output_dir`)
+    tokenizer: Tokenizer,  # the run's vocabulary
+    train_pairs: list[tuple[str, str]],  # the training pairs
+    val_pairs: list[tuple[str, str]],  # the validation pairs
+    progress: bool = True,  # show progress bars
+) -> tuple[Transformer, dict | None]:
+    "Encode, batch, initialise and train (or find the run finished): the model and the history, None on processes other than rank 0."
+    rank, world, _ = dist_env()
     config = recipe.model_config(tokenizer.vocab_size)
-    encode = lambda pairs: [(tokenizer.encode(s), tokenizer.encode(t)) for s, t in pairs]
-    train_ids, _ = filter_pairs(encode(train_pairs), config.max_len - 2, "train")   # room for BOS/EOS
-    val_ids, _ = filter_pairs(encode(val_pairs), config.max_len - 2, recipe.val_split)
-
+    train_ids, _ = filter_pairs(encode_pairs(tokenizer, train_pairs), config.max_len - 2, "train")   # room for BOS/EOS
+    val_ids, _ = filter_pairs(encode_pairs(tokenizer, val_pairs), config.max_len - 2, recipe.val_split)
     cfg = TrainConfig.from_dict({**recipe.train, "progress": progress and recipe.train.get("progress", True)})
     max_tokens, accum = micro_batch(recipe, world)
     cfg = replace(cfg, accum_steps=accum)
@@ -319,23 +330,27 @@ def run_recipe(
     else:
         probe = validation_probe(recipe, tokenizer, val_pairs) if recipe.probe_sentences else None
         history = train(model, batches, cfg, out, val_batches, probe=probe)
-        if rank != 0: return {}
-        done_marker.write_text(json.dumps({k: history[k] for k in ("step", "epoch", "stopped")}))
-    if rank != 0: return {}
+        if rank == 0: done_marker.write_text(json.dumps({k: history[k] for k in ("step", "epoch", "stopped")}))
+    return model, history if rank == 0 else None
 
-    results = {"recipe": recipe.to_dict(), "parameters": count_parameters(model), "updates": history["step"],
-               "epochs": history["epoch"], "stopped": history["stopped"]}
+def score_run(
+    recipe: Recipe,  # decoding settings, splits and what the run should reach
+    out: Path,  # the run's directory: its log, checkpoints and final model
+    tokenizer: Tokenizer,  # the run's vocabulary
+    val_pairs: list[tuple[str, str]],  # scored with each set of weights
+    test_pairs: list[tuple[str, str]],  # likewise, and with greedy decoding when `compare_greedy`
+    progress: bool = True,  # show progress bars
+) -> dict:
+    "Average the last checkpoints, then translate and score val and test with the final and the averaged weights: the results."
     log = [json.loads(l) for l in (out / "log.jsonl").read_text().splitlines()]
     steps = [r for r in log if "val_loss" not in r]
-    results["train_seconds"] = round(steps[-1]["seconds"], 1) if steps else 0.0
-    results["target_tokens"] = sum(r["tokens"] for r in steps)
+    results = {"train_seconds": round(steps[-1]["seconds"], 1) if steps else 0.0, "target_tokens": sum(r["tokens"] for r in steps)}
     results["tok_per_s"] = round(results["target_tokens"] / max(results["train_seconds"], 1e-9))
     models = {"final": out / "model.safetensors"}
     ckpts = list_checkpoints(out)
     if recipe.average_last and len(ckpts) > 1:
-        chosen = ckpts[-recipe.average_last:]
-        models["averaged"] = average_checkpoints(chosen, out / "model_avg.safetensors")
-        results["averaged_checkpoints"] = [p.name for p in chosen]
+        models["averaged"] = average_last(out, recipe.average_last)
+        results["averaged_checkpoints"] = [p.name for p in ckpts[-recipe.average_last:]]
     for name, path in models.items():
         m = load_model(path)
         for split, pairs in ((recipe.val_split, val_pairs), (recipe.test_split, test_pairs)):
@@ -347,6 +362,28 @@ def run_recipe(
         if recipe.compare_greedy and recipe.beam > 1:   # greedy too, to show what beam search adds
             results[f"{name}/{recipe.test_split}/greedy"], _ = score_split(m, tokenizer, test_pairs, recipe, 1, progress)
     if (out / "host.json").is_file(): results["host"] = json.loads((out / "host.json").read_text())
+    return results
+
+def run_recipe(
+    recipe: Recipe,  # what to run
+    out_dir: str | Path,  # where everything goes (created; a finished run is resumed and only re-scored)
+    data_dir: str | Path | None = None,  # directory containing the corpus (default: $ANNOTATED_TX_DATA, then the cache)
+    download: bool = True,  # may download the corpus into the cache, where it can be downloaded (Multi30k)
+    progress: bool = True,  # show progress bars
+) -> dict:
+    "Vocabulary, data, training, checkpoint averaging, decoding and scoring: the whole job. Returns the results."
+    t_start = time.time()
+    out = check_output_dir(out_dir, recipe)
+    check_data(recipe, data_dir, download)                            # fail now, not after an hour of training
+    (out / "recipe.json").write_text(json.dumps(recipe.to_dict(), indent=1))
+    train_pairs, val_pairs, test_pairs = recipe_pairs(recipe, data_dir, download)
+    tokenizer = shared_vocabulary(train_pairs, recipe.vocab_size, out / "tokenizer.model")
+    model, history = fit_recipe(recipe, out, tokenizer, train_pairs, val_pairs, progress)
+    if history is None: return {}                                     # another process than rank 0: rank 0 scores
+    results = {"recipe": recipe.to_dict(), "parameters": count_parameters(model), "updates": history["step"],
+               "epochs": history["epoch"], "stopped": history["stopped"],
+               **score_run(recipe, out, tokenizer, val_pairs, test_pairs, progress)}
+    log = [json.loads(l) for l in (out / "log.jsonl").read_text().splitlines()]
     results["problems"] = expectation_problems(recipe, results, [r for r in log if "val_loss" in r])
     results["peak_memory_mb"] = round(peak_memory_mb())
     results["wall_seconds"] = round(time.time() - t_start, 1)
@@ -355,141 +392,10 @@ def run_recipe(
     return results
 
 # %% ../nbs/13_recipes.ipynb #e2519354
-_PY_LITERALS = {"True": "true", "False": "false", "None": "null"}   # Python spellings that would otherwise pass as strings
-
-def _parse_set(items: list[str]) -> dict:
-    "`a.b=value` strings -> nested overrides; values are JSON when they parse as JSON, else strings (but not True/False/None)."
-    out: dict = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key: raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
-        try: value = json.loads(raw)
-        except json.JSONDecodeError:
-            if raw in _PY_LITERALS: raise ValueError(f"--set {item!r}: values are JSON, write {key}={_PY_LITERALS[raw]}") from None
-            value = raw
-        *parents, leaf = key.split(".")
-        d = out
-        for p in parents: d = d.setdefault(p, {})
-        d[leaf] = value
-    return out
-
-def _data_dir(path: str | None) -> str | None:
-    "A --data-dir that exists (or None); anything else is refused by name."
-    if path is not None and not Path(path).is_dir(): raise FileNotFoundError(f"--data-dir {path} is not a directory")
-    return path
-
-def _fail(prog: str, e: Exception) -> int:
-    "Report a problem as one line on stderr, as argparse does, and return its exit status, 2."
-    print(f"{prog}: error: {' '.join(str(e).split())}", file=sys.stderr)
-    return 2
-
-COPY_SETTINGS = {  # `--set` keys that `--preset copy` passes on: the copy task's own option for each
-    "train.max_minutes": "--minutes", "train.max_updates": "--updates", "train.seed": "--seed", "train.device": "--device"}
-
-def train_parser() -> argparse.ArgumentParser:
-    "The options of `annotated-tx train`."
-    p = argparse.ArgumentParser(prog="annotated-tx train", description=train_main.__doc__,
-                                epilog="--preset copy trains the copy task instead (synthetic data, no corpus): it takes --out, "
-                                       f"--minutes, --no-progress and --set {', '.join(f'{k}=...' for k in COPY_SETTINGS)}, "
-                                       "and refuses the other options.")
-    p.add_argument("--preset", default="multi30k-cpu",
-                   help=f"a preset ({', '.join(PRESETS)}, or copy) or a recipe .json file (default: multi30k-cpu)")
-    p.add_argument("--out", default=None, help="output directory (default: runs/PRESET-SRC-TGT)")
-    p.add_argument("--data-dir", default=None,
-                   help=f"directory containing {' or '.join(f'{c}/' for c in CORPORA)} (default: $ANNOTATED_TX_DATA, then the cache)")
-    p.add_argument("--no-download", action="store_true", help="never download data; fail if it is not found")
-    p.add_argument("--src", default=None, help="source language (default: the preset's; alone, the target is the other language)")
-    p.add_argument("--tgt", default=None, help="target language (default: the preset's; alone, the source is the other language)")
-    p.add_argument("--minutes", type=float, default=None, help="training time limit in minutes (train.max_minutes)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a recipe field, e.g. train.max_minutes=5 or model_overrides.dropout=0.2 (repeatable)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
-    return p
-
-def recipe_from_args(a: argparse.Namespace) -> Recipe:
-    "The recipe a parsed `annotated-tx train` command line asks for: the preset, then --set, --src, --tgt and --minutes."
-    over = _parse_set(a.set)
-    if a.src or a.tgt: over["src_lang"], over["tgt_lang"] = a.src, a.tgt    # one alone: the other is the corpus's other language
-    if a.minutes is not None: over.setdefault("train", {})["max_minutes"] = a.minutes
-    return get_recipe(a.preset, **over)
-
-def copy_args(a: argparse.Namespace) -> list[str]:
-    "The copy task's arguments (`copy_main`) for a parsed `annotated-tx train --preset copy` command line; what it has no use for is refused."
-    unused = [flag for flag, given in (("--data-dir", a.data_dir is not None), ("--no-download", a.no_download),
-                                       ("--src", a.src is not None), ("--tgt", a.tgt is not None)) if given]
-    if unused: raise ValueError(f"--preset copy trains on synthetic data and takes no {', '.join(unused)}")
-    args = ["--out", a.out] if a.out is not None else []
-    for item in a.set:
-        key, value = item.partition("=")[0], _parse_set([item])         # the same parsing as for a recipe
-        for part in key.split("."): value = value[part]
-        if key not in COPY_SETTINGS:
-            raise ValueError(f"--set {key}: the copy task has no such setting; it takes {', '.join(COPY_SETTINGS)}")
-        args += [COPY_SETTINGS[key], str(value)]
-    if a.minutes is not None: args += ["--minutes", str(a.minutes)]      # after --set, so that --minutes wins, as for a recipe
-    return args + (["--no-progress"] if a.no_progress else [])
-
-def train_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx train`: train a model end to end from a preset or a recipe file, then average, decode and score."
-    a = train_parser().parse_args(argv)
-    try:
-        if a.preset == "copy":
-            from annotated_tx.copy_task import copy_main
-            return copy_main(copy_args(a))
-        recipe = recipe_from_args(a)
-        name = Path(a.preset).stem if a.preset not in PRESETS else a.preset
-        out = a.out or f"runs/{name}-{recipe.src_lang}-{recipe.tgt_lang}"
-        results = run_recipe(recipe, out, _data_dir(a.data_dir), not a.no_download, not a.no_progress)
-    except (ValueError, OSError, RuntimeError) as e: return _fail("annotated-tx train", e)
-    if results:
-        key = "averaged" if "averaged/" + recipe.test_split in results else "final"
-        s = results[f"{key}/{recipe.test_split}"]
-        print(f"{recipe.src_lang}->{recipe.tgt_lang} {recipe.test_split} ({key} weights, beam {recipe.beam}): "
-              f"BLEU {s['bleu']['score']}  chrF {s['chrf']['score']}  tokenized BLEU {s['tokenized_bleu']['score']}")
-        print(f"  {s['bleu']['signature']}\n  {s['chrf']['signature']}")
-        print(f"  {results['updates']} updates in {results['train_seconds'] / 60:.1f} min, {results['tok_per_s']} target tok/s, "
-              f"peak memory {results['peak_memory_mb']} MB; everything in {out}")
-        if results.get("host"): print(f"  trained on {'; then '.join(describe_host(h) for h in results['host'])}")
-        if results["problems"]:
-            print("WARNING: this run is below what its recipe reaches, so the score above is not the recipe's:")
-            for problem in results["problems"]: print(f"  - {problem}")
-    return 0
-
-def evaluate_parser() -> argparse.ArgumentParser:
-    "The options of `annotated-tx evaluate`; the corpus defaults come from the data chapter's registry."
-    defaults = "; ".join(f"{c.name}: {c.direction[0]}->{c.direction[1]} on {c.test_split}" for c in CORPORA.values())
-    p = argparse.ArgumentParser(prog="annotated-tx evaluate", description=evaluate_main.__doc__,
-                                epilog=f"Defaults by corpus: {defaults}.")
-    p.add_argument("model", help="a model file (model.safetensors or model_avg.safetensors of a run)")
-    p.add_argument("--tokenizer", default=None, help="sentencepiece model (default: tokenizer.model next to the model)")
-    p.add_argument("--corpus", default="multi30k", choices=list(CORPORA), help="corpus (default: multi30k)")
-    p.add_argument("--split", default=None, help="split to score (default: the corpus's test split)")
-    p.add_argument("--src", default=None, help="source language (default: the corpus's; alone, the target is the other language)")
-    p.add_argument("--tgt", default=None, help="target language (default: the corpus's; alone, the source is the other language)")
-    p.add_argument("--beam", type=int, default=4, help="beam size, 1 = greedy (default: 4)")
-    p.add_argument("--alpha", type=float, default=0.6, help="length penalty alpha (default: 0.6)")
-    p.add_argument("--data-dir", default=None, help="directory containing the corpus (default: $ANNOTATED_TX_DATA, then the cache)")
-    p.add_argument("--no-download", action="store_true", help="never download data; fail if it is not found")
-    p.add_argument("--output", default=None, help="also write the translations to this file")
-    return p
-
-def evaluate_recipe(a: argparse.Namespace) -> Recipe:
-    "The decoding recipe a parsed `annotated-tx evaluate` command line asks for (the split becomes its test split)."
-    return Recipe(corpus=a.corpus, src_lang=a.src, tgt_lang=a.tgt, test_split=a.split, beam=a.beam, alpha=a.alpha)
-
-def evaluate_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx evaluate`: translate a corpus split with a saved model and print sacreBLEU, chrF and tokenized BLEU."
-    a = evaluate_parser().parse_args(argv)
-    try:
-        recipe, data_dir = evaluate_recipe(a), _data_dir(a.data_dir)
-        model = load_model(a.model)
-        tok_path = Path(a.tokenizer) if a.tokenizer else Path(a.model).parent / "tokenizer.model"
-        tok = Tokenizer.load(tok_path)
-        if tok.vocab_size != model.config.tgt_vocab_size:
-            raise ValueError(f"the tokenizer {tok_path} has {tok.vocab_size} pieces but the model {a.model} was trained with "
-                             f"{model.config.tgt_vocab_size}: give the run's tokenizer.model with --tokenizer")
-        pairs = load_corpus(recipe, recipe.test_split, data_dir, not a.no_download)
-        scores, hyps = score_split(model, tok, pairs, recipe)
-        if a.output: Path(a.output).write_text("\n".join(hyps) + "\n")
-    except (ValueError, OSError, RuntimeError) as e: return _fail("annotated-tx evaluate", e)
-    for k, v in scores.items(): print(f"{k:15} {v['score']:6.2f}  {v['signature']}")
-    return 0
+def default_run_dir(
+    preset: str,  # a preset name, or a recipe .json file
+    recipe: Recipe,  # the recipe it gives (its direction)
+) -> str:
+    "Where a run goes unless told: runs/NAME-SRC-TGT, NAME the preset or the recipe file's stem."
+    name = Path(preset).stem if preset not in PRESETS else preset
+    return f"runs/{name}-{recipe.src_lang}-{recipe.tgt_lang}"

@@ -6,14 +6,16 @@ Docs: https://annotated-tx.github.io/annotated_tx/vocab.html.md"""
 
 # %% ../nbs/06_vocab.ipynb #8abb6bf2
 from __future__ import annotations
-import argparse, io, os, sys, time
+import io, os
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
-import sentencepiece as spm
-from .data import normalize_text, read_lines, read_parallel, load_multi30k, load_wmt14, say, CORPORA, get_corpus
+from typing import TYPE_CHECKING, Iterator, Sequence
+from .data import normalize_text, read_lines, get_corpus
+from .runtime import say
+if TYPE_CHECKING: from annotated_tx.model import TransformerConfig
 
 # %% auto #0
-__all__ = ['PAD_ID', 'UNK_ID', 'BOS_ID', 'EOS_ID', 'SPECIAL_PIECES', 'Tokenizer', 'encode_pairs', 'filter_pairs', 'vocab_main']
+__all__ = ['PAD_ID', 'UNK_ID', 'BOS_ID', 'EOS_ID', 'SPECIAL_PIECES', 'Tokenizer', 'encode_pairs', 'filter_pairs', 'check_fits',
+           'default_vocab_size']
 
 # %% ../nbs/06_vocab.ipynb #660a814c
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
@@ -34,6 +36,7 @@ class Tokenizer:
     pad_id, unk_id, bos_id, eos_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID
 
     def __init__(self, model_proto: bytes):  # the bytes of a sentencepiece .model file
+        import sentencepiece as spm     # here, not at the top: the special ids above are all that batching and the loss import
         self.model_proto = bytes(model_proto)
         try:
             if not self.model_proto: raise RuntimeError("empty")
@@ -59,6 +62,7 @@ class Tokenizer:
         verbose: bool = False,  # show sentencepiece's log
     ) -> "Tokenizer":
         "Learn a subword vocabulary from normalised text, deterministically."
+        import sentencepiece as spm
         sentences = [s for s in _sentences(texts_or_files) if s]
         if not sentences: raise ValueError("no text to train the vocabulary on")
         spm.set_random_generator_seed(seed)
@@ -125,7 +129,6 @@ class Tokenizer:
         return [self.decode(ids) for ids in batch]
 
     def id_to_piece(self, i: int) -> str: return self.sp.id_to_piece(int(i))
-    def piece_to_id(self, piece: str) -> int: return self.sp.piece_to_id(piece)
 
 # %% ../nbs/06_vocab.ipynb #25103de6
 def encode_pairs(
@@ -139,47 +142,43 @@ def encode_pairs(
 
 def filter_pairs(
     pairs: Sequence[tuple[Sequence[int], Sequence[int]]],  # (source ids, target ids)
-    max_len: int,  # longest allowed side, in tokens (without BOS/EOS)
+    max_sentence_tokens: int,  # longest allowed side, in tokens (without BOS/EOS)
     name: str = "pairs",  # what to call them in the message
 ) -> tuple[list[tuple[Sequence[int], Sequence[int]]], dict[str, int]]:
-    "Pairs whose sides are non-empty and at most max_len tokens, and counts of the rest; says what it dropped."
-    if max_len < 1: raise ValueError(f"max_len must be at least 1, got {max_len}")
+    "Pairs whose sides are non-empty and at most max_sentence_tokens tokens, and counts of the rest; says what it dropped."
+    n = max_sentence_tokens
+    if n < 1: raise ValueError(f"max_sentence_tokens must be at least 1, got {n}")
     kept, too_long, empty = [], 0, 0
     for s, t in pairs:
         if len(s) == 0 or len(t) == 0: empty += 1
-        elif len(s) > max_len or len(t) > max_len: too_long += 1
+        elif len(s) > n or len(t) > n: too_long += 1
         else: kept.append((s, t))
     counts = dict(total=len(pairs), kept=len(kept), too_long=too_long, empty=empty)
     if too_long or empty:
-        say(f"{name}: dropped {too_long} of {len(pairs)} pairs longer than max_len={max_len} tokens "
+        say(f"{name}: dropped {too_long} of {len(pairs)} pairs longer than max_sentence_tokens={n} tokens "
              f"and {empty} with an empty side; kept {len(kept)}")
     return kept, counts
 
+# %% ../nbs/06_vocab.ipynb #5d4f6ca1
+def check_fits(
+    tokenizer,  # a `Tokenizer`, or anything with `vocab_size` (and optionally `src_vocab_size`, `pad_id`, `eos_id`)
+    config: TransformerConfig,  # the model's configuration
+) -> None:
+    "Raise a one-line ValueError unless the tokenizer's vocabulary sizes and padding/end ids are the model's."
+    c, tgt = config, tokenizer.vocab_size
+    src = getattr(tokenizer, "src_vocab_size", tgt)
+    if (src, tgt) != (c.src_vocab_size, c.tgt_vocab_size):
+        ours = f"{tgt} pieces" if src == tgt else f"{src} source and {tgt} target pieces"
+        theirs = f"{c.tgt_vocab_size}" if c.src_vocab_size == c.tgt_vocab_size else f"{c.src_vocab_size} source and {c.tgt_vocab_size} target pieces"
+        raise ValueError(f"the tokenizer has {ours} but the model has {theirs}: they do not belong together")
+    ids = (getattr(tokenizer, "pad_id", c.pad_id), getattr(tokenizer, "eos_id", c.eos_id))
+    if ids != (c.pad_id, c.eos_id):
+        raise ValueError(f"the tokenizer's padding and end ids are {ids[0]} and {ids[1]} but the model's are "
+                         f"{c.pad_id} and {c.eos_id}: they do not belong together")
+
 # %% ../nbs/06_vocab.ipynb #ea538967
-def vocab_main(argv: list[str] | None = None) -> int:
-    "Train a shared BPE vocabulary on a corpus's training text and write OUT/tokenizer.model."
-    ap = argparse.ArgumentParser(prog="annotated-tx vocab", description=vocab_main.__doc__)
-    ap.add_argument("--corpus", choices=sorted(CORPORA), default=None,
-                    help="train on this corpus's training split (both languages)")
-    ap.add_argument("--src", type=Path, help="source-language training file (instead of --corpus)")
-    ap.add_argument("--tgt", type=Path, help="target-language training file, parallel to --src")
-    ap.add_argument("--data-dir", type=Path, default=None,
-                    help="directory containing multi30k/ or wmt14/ (default: $ANNOTATED_TX_DATA, then the cache)")
-    ap.add_argument("--no-download", action="store_true", help="never download (fail if the data is missing)")
-    ap.add_argument("--vocab-size", type=int, default=None,
-                    help="vocabulary size (default: the corpus's own, " + ", ".join(f"{c.vocab_size} for {n}" for n, c in sorted(CORPORA.items())) + "; 37000 for --src/--tgt)")
-    ap.add_argument("--max-sentences", type=int, default=0, help="train on a seeded sample of this many sentences (0: all)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of that sample")
-    ap.add_argument("--out", type=Path, required=True, help="output directory; writes OUT/tokenizer.model")
-    args = ap.parse_args(argv)
-    if args.src or args.tgt:
-        if not (args.src and args.tgt) or args.corpus: ap.error("give --src and --tgt together, or --corpus")
-        pairs = read_parallel(args.src, args.tgt)
-    elif args.corpus: pairs = get_corpus(args.corpus).load("train", data_dir=args.data_dir, download=not args.no_download)
-    else: ap.error("give --corpus, or --src and --tgt")
-    vocab_size = args.vocab_size or (get_corpus(args.corpus).vocab_size if args.corpus else 37000)
-    t0 = time.perf_counter()
-    tok = Tokenizer.train(pairs, vocab_size, args.out / "tokenizer.model", max_sentences=args.max_sentences, seed=args.seed)
-    print(f"wrote {args.out / 'tokenizer.model'}: {tok.vocab_size} pieces from {2 * len(pairs)} sentences "
-          f"in {time.perf_counter() - t0:.1f} s")
-    return 0
+def default_vocab_size(
+    corpus: str | None,  # a corpus registered in `CORPORA`, or None for text files of one's own
+) -> int:
+    "The vocabulary size to learn when none is given: the corpus's own, or the paper's 37000 for other text (§5.1)."
+    return get_corpus(corpus).vocab_size if corpus else 37000

@@ -6,27 +6,26 @@ Docs: https://annotated-tx.github.io/annotated_tx/trainer.html.md"""
 
 # %% ../nbs/09_trainer.ipynb #e04d3c43
 from __future__ import annotations
-import argparse, ctypes, json, math, os, random, re, shutil, socket, sys, time, warnings
+import json, math, shutil, sys, time
 from contextlib import ExitStack, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Callable, Iterable
-import numpy as np
+from typing import IO, Callable, Iterable
 import torch
 import torch.distributed as dist
 from torch import nn, Tensor
 from tqdm import tqdm
-from .data import say
+from .runtime import Precision, dist_env, resolve_device, autocast_for, choose_precision, host_info, retain_freed_memory
 from .model import Config, evaluating
 from .batching import Batch
+from .checkpoints import (unwrap, read_json, save_weights, save_checkpoint, load_checkpoint, list_checkpoints,
+                                     gather_rng, host_rng, restore_rng, seed_everything, RunLock)
 from .optimization import batch_loss, make_optimizer, rate, cooldown_scale, set_lr
 
 # %% auto #0
-__all__ = ['CKPT_FORMAT', 'TrainConfig', 'dist_env', 'resolve_device', 'native_bf16', 'uses_bf16', 'autocast_for', 'host_info',
-           'describe_host', 'retain_freed_memory', 'unwrap', 'save_weights', 'save_checkpoint', 'load_checkpoint',
-           'list_checkpoints', 'seed_everything', 'validation_loss', 'lr_scale', 'update_step', 'RunLocked', 'RunLock',
-           'budget_used', 'progress_bar', 'validation_line', 'train', 'average_checkpoints', 'average_main']
+__all__ = ['TrainConfig', 'validation_loss', 'learning_rate', 'update_step', 'budget_used', 'progress_bar', 'validation_line',
+           'train']
 
 # %% ../nbs/09_trainer.ipynb #4bc5aa0c
 @dataclass
@@ -51,7 +50,7 @@ class TrainConfig(Config):
     log_every: int = 10  # refresh the progress bar's loss every N updates (the log file gets every update)
     seed: int = 0  # seeds dropout (process r uses seed + r)
     device: str = "auto"  # 'auto' (CUDA if present), 'cpu', 'cuda', 'cuda:1', …
-    amp: str = "auto"  # 'auto' (bf16 autocast where the device computes bf16 natively, else float32), 'bf16' or 'none'
+    amp: str = "auto"  # 'auto' (chosen from the device by `choose_precision`), 'bf16', 'fp16' (with a gradient scaler) or 'none'
     compile: bool = False  # torch.compile the model
     progress: bool = True  # show a progress bar (rank 0 only)
 
@@ -72,212 +71,11 @@ class TrainConfig(Config):
         need(0 <= self.label_smoothing < 1, "label_smoothing", "must be in [0, 1)")
         need(self.accum_steps >= 1, "accum_steps", "must be at least 1")
         need(self.log_every >= 1, "log_every", "must be at least 1")
-        need(self.amp in ("auto", "bf16", "none"), "amp", "must be 'auto', 'bf16' or 'none'")
+        need(self.amp in ("auto", "bf16", "fp16", "none"), "amp", "must be 'auto', 'bf16', 'fp16' or 'none'")
         try: ok = self.device == "auto" or bool(torch.device(self.device))
         except (RuntimeError, TypeError): ok = False
         need(ok, "device", "must be 'auto' or a torch device such as 'cpu', 'cuda' or 'cuda:1'")
         self.betas = tuple(self.betas)
-
-    @classmethod
-    def from_json(cls, path: str | Path) -> "TrainConfig":
-        "Load from a JSON file (a preset), with errors naming the file."
-        return cls.from_dict(_read_json(Path(path)))
-
-# %% ../nbs/09_trainer.ipynb #f3b37989
-def dist_env() -> tuple[int, int, int]:
-    "(rank, world size, local rank) as `torchrun` sets them; (0, 1, 0) in a plain process."
-    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("LOCAL_RANK", 0))
-
-def resolve_device(
-    device: str = "auto",  # 'auto', 'cpu', 'cuda' or 'cuda:N'
-    local_rank: int = 0,  # this process's GPU under torchrun
-) -> torch.device:
-    "The device to train on: CUDA (this process's GPU) when available and asked for, else CPU."
-    if device == "auto": device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda": device = f"cuda:{local_rank}"
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(f"device {device!r} requested but CUDA is not available")
-    return torch.device(device)
-
-def native_bf16(device: torch.device) -> bool:
-    "Whether `device` computes in bf16 natively: a CUDA GPU that supports it, or a CPU with AVX512-BF16 or AMX instructions."
-    if device.type == "cuda": return torch.cuda.is_bf16_supported()
-    if device.type != "cpu": return False
-    try: return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
-    except AttributeError: return False                   # a torch without these probes: assume not
-
-def uses_bf16(device: torch.device, amp: str = "auto") -> bool:
-    "Whether `amp` means bf16 autocast on `device`: 'bf16' always, 'auto' where the device computes bf16 natively."
-    return amp == "bf16" or (amp == "auto" and native_bf16(device))
-
-def autocast_for(device: torch.device, amp: str = "auto"):
-    "bf16 autocast where `uses_bf16`; a no-op context otherwise."
-    return torch.autocast(device.type, dtype=torch.bfloat16) if uses_bf16(device, amp) else nullcontext()
-
-def _cpu_name() -> str:
-    "The CPU's model name as the operating system reports it."
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"): return line.split(":", 1)[1].strip()
-    except OSError: pass
-    import platform
-    return platform.processor() or platform.machine()
-
-def host_info(
-    device: torch.device,  # the device that trains
-    amp: str = "auto",  # the run's `TrainConfig.amp`
-) -> dict:
-    "What a run's speed and arithmetic depend on: the CPU (and GPU), the instructions that decided `amp`, threads, precision."
-    info = {"cpu": _cpu_name(), "threads": torch.get_num_threads(), "device": str(device)}
-    if device.type == "cuda": info["gpu"] = torch.cuda.get_device_name(device)
-    else:
-        try: bf16 = [n for n, ok in (("AVX512-BF16", torch.cpu._is_avx512_bf16_supported()), ("AMX", torch.cpu._is_amx_tile_supported())) if ok]
-        except AttributeError: bf16 = []
-        info["instructions"] = f"{torch.backends.cpu.get_cpu_capability()}, " + (" and ".join(bf16) if bf16 else "no bf16 instructions")
-    info["precision"] = "bf16 autocast" if uses_bf16(device, amp) else "float32"
-    return {**info, "amp": amp, "torch": torch.__version__}
-
-def describe_host(info: dict) -> str:
-    "One line for a `host_info` record: 'AMD EPYC (AVX2, no bf16 instructions), 2 threads: float32'."
-    where = f"{info['gpu']} (CUDA)" if "gpu" in info else f"{info['cpu']} ({info['instructions']})"
-    return f"{where}, {info['threads']} thread{'s' * (info['threads'] != 1)}: {info['precision']}"
-
-# %% ../nbs/09_trainer.ipynb #eda6464a
-_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4              # glibc's mallopt parameters (malloc.h)
-
-def retain_freed_memory() -> bool:
-    "Make glibc's malloc keep freed memory for reuse (no per-block mappings, no trimming); True where it took effect."
-    if not sys.platform.startswith("linux"): return False
-    try: libc = ctypes.CDLL("libc.so.6")
-    except OSError: return False                       # not glibc (musl, …): nothing to tune
-    mallopt = getattr(libc, "mallopt", None)
-    if mallopt is None: return False
-    return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
-
-# %% ../nbs/09_trainer.ipynb #8f096f26
-CKPT_FORMAT = "annotated_tx/checkpoint/1"
-
-def _read_json(path: Path) -> dict:
-    if not path.is_file(): raise FileNotFoundError(f"missing file {path}")
-    try: return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path} is not valid JSON (truncated or corrupt?): {e}") from None
-
-def _read_tensors(path: Path, device="cpu") -> dict[str, Tensor]:
-    from safetensors.torch import load_file
-    if not path.is_file(): raise FileNotFoundError(f"missing file {path}")
-    try: return load_file(str(path), device=str(device))
-    except Exception as e: raise ValueError(f"{path} is not a readable safetensors file (truncated or corrupt?): {e}") from None
-
-def unwrap(model: nn.Module) -> nn.Module:
-    "The plain module inside DDP and/or torch.compile wrappers."
-    while True:
-        if hasattr(model, "_orig_mod"): model = model._orig_mod
-        elif isinstance(model, nn.parallel.DistributedDataParallel): model = model.module
-        else: return model
-
-def save_weights(model: nn.Module, path: Path, metadata: dict | None = None) -> Path:
-    "Weights in safetensors: `save_model` format (with the config) for our Transformer, plain safetensors otherwise."
-    from annotated_tx.model import save_model
-    model = unwrap(model)
-    if hasattr(model, "config") and hasattr(model.config, "to_dict"): return save_model(model, path, metadata)
-    from safetensors.torch import save_model as _save
-    _save(model, str(path), metadata={"extra": json.dumps(metadata or {})}); return path
-
-# %% ../nbs/09_trainer.ipynb #87ec7fcc
-def save_checkpoint(
-    ckpt_dir: str | Path,  # e.g. out_dir/checkpoints/step-00001000
-    model: nn.Module,  # the model (wrappers are removed)
-    optimizer: torch.optim.Optimizer,  # its optimizer
-    state: dict,  # JSON-serialisable trainer state (step, epoch, …)
-    rng: dict[str, Tensor] | None = None,  # generator states as uint8 tensors
-) -> Path:
-    "Write a checkpoint directory atomically (temporary directory, then rename)."
-    from safetensors.torch import save_file
-    ckpt_dir = Path(ckpt_dir)
-    tmp = ckpt_dir.with_name(f"{ckpt_dir.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
-    save_weights(model, tmp / "model.safetensors", {"step": state.get("step")})
-    sd = optimizer.state_dict()
-    tensors = {f"state.{i}.{k}": v.detach().cpu().contiguous() for i, s in sd["state"].items() for k, v in s.items() if torch.is_tensor(v)}
-    save_file(tensors, str(tmp / "optimizer.safetensors"))
-    save_file({k: v.cpu().contiguous() for k, v in (rng or {}).items()}, str(tmp / "rng.safetensors"))
-    groups = [{k: list(v) if isinstance(v, tuple) else v for k, v in g.items()} for g in sd["param_groups"]]
-    (tmp / "state.json").write_text(json.dumps({"format": CKPT_FORMAT, **state, "optimizer_param_groups": groups}, indent=1))
-    if ckpt_dir.exists(): shutil.rmtree(ckpt_dir)
-    os.replace(tmp, ckpt_dir)
-    return ckpt_dir
-
-def load_checkpoint(
-    ckpt_dir: str | Path,  # a directory written by `save_checkpoint`
-    model: nn.Module | None = None,  # if given, its weights are loaded (strictly)
-    optimizer: torch.optim.Optimizer | None = None,  # if given, its state is loaded
-    device: str | torch.device = "cpu",  # where the loaded tensors go
-) -> dict:
-    "Load weights and optimizer state into the given objects; return the trainer state (with `rng`: the generator tensors)."
-    from safetensors.torch import load_model as _load_model
-    ckpt_dir = Path(ckpt_dir)
-    if not ckpt_dir.is_dir(): raise FileNotFoundError(f"no checkpoint directory at {ckpt_dir}")
-    state = _read_json(ckpt_dir / "state.json")
-    if state.get("format") != CKPT_FORMAT: raise ValueError(f"{ckpt_dir / 'state.json'} is not an {CKPT_FORMAT} checkpoint")
-    if model is not None:
-        f = ckpt_dir / "model.safetensors"
-        _read_tensors(f)                                           # a clear error for a missing or damaged file
-        try: _load_model(unwrap(model), str(f), strict=True, device=str(device))
-        except Exception as e: raise ValueError(f"weights in {f} do not fit the model: {e}") from None
-    if optimizer is not None:
-        tensors, opt_state = _read_tensors(ckpt_dir / "optimizer.safetensors", device), {}
-        for key, v in tensors.items():
-            _, i, name = key.split(".", 2)
-            opt_state.setdefault(int(i), {})[name] = v.cpu() if name == "step" else v
-        groups = [{k: tuple(v) if k == "betas" else v for k, v in g.items()} for g in state["optimizer_param_groups"]]
-        optimizer.load_state_dict({"state": opt_state, "param_groups": groups})
-    state["rng"] = _read_tensors(ckpt_dir / "rng.safetensors")
-    return state
-
-def list_checkpoints(out_dir: str | Path) -> list[Path]:
-    "Complete checkpoints under `out_dir/checkpoints`, oldest first."
-    d = Path(out_dir) / "checkpoints"
-    if not d.is_dir(): return []
-    return sorted(p for p in d.iterdir() if p.is_dir() and re.fullmatch(r"step-\d{8}", p.name))
-
-# %% ../nbs/09_trainer.ipynb #167174cb
-def _rng_tensors(device: torch.device) -> dict[str, Tensor]:
-    out = {"cpu": torch.get_rng_state()}
-    if device.type == "cuda": out["cuda"] = torch.cuda.get_rng_state(device)
-    return out
-
-def _gather_rng(device: torch.device, world: int) -> dict[str, Tensor]:
-    "This process's generator states, and with several processes everyone's, keyed `cpu.rank0`, …"
-    mine = _rng_tensors(device)
-    if world == 1: return {f"{k}.rank0": v for k, v in mine.items()}
-    comm = device if device.type == "cuda" else torch.device("cpu")
-    out = {}
-    for k, v in mine.items():
-        parts = [torch.empty_like(v, device=comm) for _ in range(world)]
-        dist.all_gather(parts, v.to(comm))
-        out.update({f"{k}.rank{r}": p.cpu() for r, p in enumerate(parts)})
-    return out
-
-def _host_rng() -> dict:
-    v, st, gauss = random.getstate()
-    name, keys, pos, has_gauss, cached = np.random.get_state()
-    return {"python": [v, list(st), gauss], "numpy": [name, keys.tolist(), pos, has_gauss, cached]}
-
-def _restore_rng(state: dict, rank: int, device: torch.device) -> bool:
-    "Put back this process's generator states; False when the checkpoint has none for this rank."
-    rng = state["rng"]
-    if f"cpu.rank{rank}" not in rng: return False
-    torch.set_rng_state(rng[f"cpu.rank{rank}"])
-    if device.type == "cuda" and f"cuda.rank{rank}" in rng: torch.cuda.set_rng_state(rng[f"cuda.rank{rank}"], device)
-    v, st, gauss = state["host_rng"]["python"]; random.setstate((v, tuple(st), gauss))
-    name, keys, pos, has_gauss, cached = state["host_rng"]["numpy"]
-    np.random.set_state((name, np.array(keys, dtype=np.uint32), pos, has_gauss, cached))
-    return True
-
-def seed_everything(seed: int) -> None:
-    "Seed Python's, NumPy's and torch's (CPU and CUDA) generators."
-    random.seed(seed); np.random.seed(seed % 2**32); torch.manual_seed(seed)
 
 # %% ../nbs/09_trainer.ipynb #a95847a8
 def validation_loss(
@@ -286,29 +84,44 @@ def validation_loss(
     label_smoothing: float = 0.1,  # ε_ls of the reported loss
     device: str | torch.device | None = None,  # default: the model's
     amp: str = "auto",  # autocast as in training
+    *,
+    loss: Callable[[nn.Module, Batch], tuple[Tensor, Tensor]] | None = None,  # as in `update_step` (default: `batch_loss`)
 ) -> dict:
     "Per-token label-smoothed loss, NLL and perplexity over `batches`, in eval mode (no dropout)."
+    loss = loss or (lambda m, b: batch_loss(m, b, label_smoothing))
     model = unwrap(model)
     device = torch.device(device) if device is not None else next(model.parameters()).device
-    loss = nll = 0.0; n = 0
+    total = nll = 0.0; n = 0
     with evaluating(model):
         for b in batches:
-            with autocast_for(device, amp): l, nl = batch_loss(model, b.to(device), label_smoothing)
-            loss, nll, n = loss + float(l), nll + float(nl), n + b.n_tgt_tokens
+            with autocast_for(device, amp): l, nl = loss(model, b.to(device))
+            total, nll, n = total + float(l), nll + float(nl), n + b.n_tgt_tokens
     if n == 0: raise ValueError("validation_loss got no validation batches")
-    return {"val_loss": loss / n, "val_nll": nll / n, "val_ppl": math.exp(min(nll / n, 50)), "val_tokens": n}
+    return {"val_loss": total / n, "val_nll": nll / n, "val_ppl": math.exp(min(nll / n, 50)), "val_tokens": n}
 
 
 # %% ../nbs/09_trainer.ipynb #ac0bea3e
-def lr_scale(
-    cfg: TrainConfig,  # the loop's settings (cooldown, max_updates, max_minutes)
+def _budget_shares(
+    cfg: TrainConfig,  # its max_updates, max_minutes and max_epochs are the budget
+    updates: int,  # updates done
+    seconds: float,  # training seconds spent
+    epochs: float | None = None,  # epochs done, with the fraction of the current one (None: not counted)
+) -> list[float]:
+    "The share spent of each limit the budget sets: updates, minutes of training, epochs."
+    return (([updates / cfg.max_updates] if cfg.max_updates else [])
+            + ([seconds / (60 * cfg.max_minutes)] if cfg.max_minutes else [])
+            + ([epochs / cfg.max_epochs] if cfg.max_epochs and epochs is not None else []))
+
+def learning_rate(
+    cfg: TrainConfig,  # warmup, lr_factor, and the cooldown with its budget (max_updates, max_minutes)
     step: int,  # the update about to be made, from 1
-    seconds: float,  # training seconds spent before it
+    *,
+    d_model: int,  # d_model of eq. (3)
+    seconds: float = 0.0,  # training seconds spent before it (a time budget's share)
 ) -> float:
-    "`cooldown_scale` of the share of the budget spent (updates or minutes, whichever runs out first)."
-    used = max((step - 1) / cfg.max_updates if cfg.max_updates else 0.0,
-               seconds / (60 * cfg.max_minutes) if cfg.max_minutes else 0.0)
-    return cooldown_scale(used, cfg.cooldown)
+    "The rate of update `step`: `lr_factor` × eq. (3) × the cooldown's factor at the share of the budget spent before it."
+    used = max(_budget_shares(cfg, step - 1, seconds), default=0.0)    # updates or minutes, whichever runs out first
+    return cfg.lr_factor * rate(step, d_model, cfg.warmup) * cooldown_scale(used, cfg.cooldown)
 
 
 # %% ../nbs/09_trainer.ipynb #c0db7019
@@ -317,16 +130,17 @@ def update_step(
     optimizer: torch.optim.Optimizer,  # Adam over the model's parameters (`make_optimizer`)
     group: list[Batch],  # the batches of this update, every process's together; process r trains on group[r::world]
     *,
-    step: int,  # the update number, from 1: the learning rate is eq. (3) at this step
-    cfg: TrainConfig,  # warmup, lr_factor, label_smoothing, clip_norm and amp are read from it
-    d_model: int,  # d_model of eq. (3)
-    scale: float = 1.0,  # multiplies the learning rate (the cooldown's factor, `lr_scale`)
+    cfg: TrainConfig,  # label_smoothing (of the default loss), clip_norm and amp are read from it
+    lr: float,  # the learning rate of this update (`learning_rate`)
+    loss: Callable[[nn.Module, Batch], tuple[Tensor, Tensor]] | None = None,  # (model, batch) -> summed loss and NLL over its target tokens (default: `batch_loss`)
+    scaler: torch.amp.GradScaler | None = None,  # float16's gradient scaler (None: float32 or bf16, nothing to scale)
     ddp: nn.Module | None = None,  # the DistributedDataParallel wrapper, whose `no_sync` defers the all-reduce (default: `model`)
     rank: int = 0,  # this process's rank
     world: int = 1,  # number of processes
     device: str | torch.device | None = None,  # where the batches go (default: the model's device)
 ) -> dict:
-    "One optimizer update: backward on each micro-batch's loss over the update's target tokens, then Adam at eq. (3)'s rate."
+    "One optimizer update: backward on each micro-batch's loss over the update's target tokens, then Adam at rate `lr` (skipped on a float16 overflow)."
+    loss = loss or (lambda m, b: batch_loss(m, b, cfg.label_smoothing))
     ddp = model if ddp is None else ddp
     device = torch.device(device) if device is not None else next(unwrap(model).parameters()).device
     mine, n_tokens = group[rank::world], sum(b.n_tgt_tokens for b in group)
@@ -335,98 +149,25 @@ def update_step(
         b = b.to(device, non_blocking=True)
         sync = world == 1 or i == len(mine) - 1
         with (nullcontext() if sync else ddp.no_sync()):
-            with autocast_for(device, cfg.amp): loss, nll = batch_loss(model, b, cfg.label_smoothing)
-            (loss * (world / n_tokens)).backward()
-        sums += torch.stack([loss.detach(), nll])
+            with autocast_for(device, cfg.amp): loss_sum, nll_sum = loss(model, b)
+            scaled = loss_sum * (world / n_tokens)
+            (scaler.scale(scaled) if scaler else scaled).backward()
+        sums += torch.stack([loss_sum.detach(), nll_sum.detach()])
     rec = {}
+    if scaler: scaler.unscale_(optimizer)                 # clip, and step, on the true gradients
     if cfg.clip_norm > 0:
         rec["grad_norm"] = float(torch.nn.utils.clip_grad_norm_([p for g in optimizer.param_groups for p in g["params"]], cfg.clip_norm))
-    lr = cfg.lr_factor * rate(step, d_model, cfg.warmup) * scale
     set_lr(optimizer, lr)
-    optimizer.step()
+    if scaler is None: optimizer.step()
+    else:
+        scale = scaler.get_scale()
+        scaler.step(optimizer); scaler.update()           # no step when a gradient is inf or nan; then the scale halves
+        rec.update(scale=scale, skipped=scaler.get_scale() < scale)
     optimizer.zero_grad(set_to_none=True)
     if world > 1: dist.all_reduce(sums)
     loss_sum, nll_sum = sums.tolist()
     return {"loss": loss_sum / n_tokens, "nll": nll_sum / n_tokens, "lr": lr, "tokens": n_tokens, **rec}
 
-
-# %% ../nbs/09_trainer.ipynb #d3f1a001
-def evaluate(*args, **kwargs) -> dict:
-    "Deprecated name of `validation_loss`, kept for one release (BLEU is `annotated_tx.evaluation.evaluate`)."
-    warnings.warn("annotated_tx.trainer.evaluate is now validation_loss; the old name will be removed in the next release",
-                  DeprecationWarning, stacklevel=2)
-    return validation_loss(*args, **kwargs)
-
-def _update(fwd, ddp, optimizer, group, step, d_model, cfg, rank, world, device, scale=1.0) -> dict:
-    "Deprecated: the former private, positional form of `update_step`, kept for one release."
-    return update_step(fwd, optimizer, group, step=step, cfg=cfg, d_model=d_model, scale=scale, ddp=ddp,
-                       rank=rank, world=world, device=device)
-
-# %% ../nbs/09_trainer.ipynb #b1c2d303
-class RunLocked(RuntimeError):
-    "Another process holds the run directory's lock."
-
-def _try_lock(fd: int) -> bool:
-    "Take the operating system's exclusive lock on an open file without waiting; False when another process holds it."
-    try:
-        if os.name == "nt":
-            import msvcrt
-            os.lseek(fd, 1 << 20, os.SEEK_SET); msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)   # a byte past the text
-        else:
-            import fcntl
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except OSError: return False
-    finally: os.lseek(fd, 0, os.SEEK_SET)
-
-def _holder(text: str) -> str:
-    "Who a lock file's text names, in words."
-    try: h = json.loads(text)
-    except ValueError: return "a process that has not written its name yet" if not text else f"an unreadable lock ({text[:60]!r})"
-    return f"pid {h.get('pid')} on host {h.get('host')} (started {h.get('started')})"
-
-class RunLock:
-    "Exclusive use of a run directory: `run.lock` names the holder (pid, host, start time); the OS file lock makes it exclusive."
-    def __init__(self,
-                 out_dir: str | Path):  # the run directory
-        self.path, self._fd = Path(out_dir) / "run.lock", None
-
-    def acquire(self) -> "RunLock":
-        "Take the lock: refuse, naming the holder, if a live process holds it; take over a stale one from this host, with a note."
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        host = socket.gethostname()
-        while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            if not _try_lock(fd):
-                text = os.read(fd, 4096).decode(errors="replace").strip(); os.close(fd)
-                raise RunLocked(f"{self.path} is held by {_holder(text)}: another process is training into this directory")
-            try: same = os.path.samestat(os.fstat(fd), os.stat(self.path))
-            except FileNotFoundError: same = False
-            if same: break
-            os.close(fd)                                  # the holder released and deleted it meanwhile: open the new file
-        old = os.read(fd, 4096).decode(errors="replace").strip()
-        if old:                                           # left by a process that did not release it (killed?)
-            try: old_host = json.loads(old).get("host")
-            except (ValueError, AttributeError): old_host = host
-            if old_host != host:
-                os.close(fd)
-                raise RunLocked(f"{self.path} was taken by {_holder(old)}; from host {host} it cannot be told whether "
-                                f"that process still runs: if it does not, delete {self.path}")
-            say(f"{self.path.name}: taking over the stale lock of {_holder(old)}, which no longer holds it")
-        me = {"pid": os.getpid(), "host": host, "started": time.strftime("%Y-%m-%d %H:%M:%S")}
-        os.ftruncate(fd, 0); os.lseek(fd, 0, os.SEEK_SET); os.write(fd, json.dumps(me).encode())
-        self._fd = fd
-        return self
-
-    def release(self) -> None:
-        "Delete `run.lock` and drop the OS lock (nothing if not held)."
-        fd, self._fd = self._fd, None
-        if fd is None: return
-        if os.name == "nt": os.close(fd); self.path.unlink(missing_ok=True)    # Windows cannot delete an open file
-        else: self.path.unlink(missing_ok=True); os.close(fd)
-
-    def __enter__(self) -> "RunLock": return self.acquire()
-    def __exit__(self, *exc) -> None: self.release()
 
 # %% ../nbs/09_trainer.ipynb #b1c2d306
 def budget_used(
@@ -436,13 +177,10 @@ def budget_used(
     epochs: float | None = None,  # epochs done, with the fraction of the current one (None: unknown)
 ) -> tuple[float | None, str]:
     "Share of the budget spent (of the limit closest to running out; None when no limit is known) and 'spent/budget' of each limit."
-    parts, shares = [f"update {step:,}" + (f"/{cfg.max_updates:,}" if cfg.max_updates else "")], []
-    if cfg.max_updates: shares.append(step / cfg.max_updates)
-    if cfg.max_minutes:
-        parts.append(f"{tqdm.format_interval(seconds)}/{tqdm.format_interval(60 * cfg.max_minutes)} of training")
-        shares.append(seconds / (60 * cfg.max_minutes))
-    if cfg.max_epochs and epochs is not None:
-        parts.append(f"epoch {epochs:.2f}/{cfg.max_epochs}"); shares.append(epochs / cfg.max_epochs)
+    parts = [f"update {step:,}" + (f"/{cfg.max_updates:,}" if cfg.max_updates else "")]
+    if cfg.max_minutes: parts.append(f"{tqdm.format_interval(seconds)}/{tqdm.format_interval(60 * cfg.max_minutes)} of training")
+    if cfg.max_epochs and epochs is not None: parts.append(f"epoch {epochs:.2f}/{cfg.max_epochs}")
+    shares = _budget_shares(cfg, step, seconds, epochs)
     return (min(1.0, max(shares)) if shares else None), ", ".join(parts)
 
 def progress_bar(
@@ -451,17 +189,20 @@ def progress_bar(
     seconds: float = 0.0,  # training seconds spent before this session
     epochs: float | None = None,  # epochs done before this session (None: unknown)
     disable: bool = False,  # hide it (e.g. on every process but rank 0)
+    precision: str = "float32",  # what the run computes in (`str` of `choose_precision`'s answer), shown first
 ) -> tqdm:
-    "A tqdm bar over the share of the budget: spent/budget, percentage and ETA, then loss, learning rate and tokens/s."
+    "A tqdm bar over the share of the budget: the precision, spent/budget, percentage and ETA, then loss, learning rate and tokens/s."
     share, text = budget_used(cfg, step, seconds, epochs)
     fmt = "{desc} {percentage:3.0f}%|{bar:16}| ETA {remaining}{postfix}" if share is not None else "{desc}{postfix}"
-    return tqdm(total=1.0 if share is not None else None, initial=share or 0.0, desc=f"train {text}", bar_format=fmt,
+    return tqdm(total=1.0 if share is not None else None, initial=share or 0.0, desc=f"train ({precision}) {text}", bar_format=fmt,
                 disable=disable or not cfg.progress, mininterval=1.0, dynamic_ncols=True)
 
-def _show_progress(bar: tqdm, cfg: TrainConfig, rec: dict, epochs: float | None, loss: bool) -> None:
+def _show_progress(bar: tqdm, cfg: TrainConfig, rec: dict, epochs: float | None, loss: bool, skipped: int = 0, precision: str = "float32") -> None:
+    "Show an update's record on the bar: the budget spent, and (when `loss`) the loss, rate, throughput and float16's scale."
     share, text = budget_used(cfg, rec["step"], rec["seconds"], epochs)
-    bar.set_description_str(f"train {text}", refresh=False)
-    if loss: bar.set_postfix_str(f"loss {rec['loss']:.3f}, lr {rec['lr']:.2e}, {rec['tok_per_s']:,.0f} tok/s", refresh=False)
+    bar.set_description_str(f"train ({precision}) {text}", refresh=False)
+    fp16 = f", float16 scale {rec['scale']:g} ({skipped} skipped)" if "scale" in rec else ""
+    if loss: bar.set_postfix_str(f"loss {rec['loss']:.3f}, lr {rec['lr']:.2e}, {rec['tok_per_s']:,.0f} tok/s{fp16}", refresh=False)
     bar.update(share - bar.n if share is not None else 0)
 
 # %% ../nbs/09_trainer.ipynb #0ca4741b
@@ -474,6 +215,172 @@ def validation_line(
     text = [f"  {k}: {v}" for k, v in rec.items() if isinstance(v, str)]
     return "\n".join([f"validation at update {rec['step']:,}: perplexity {rec['val_ppl']:.2f}" + "".join(f", {n}" for n in nums)] + text)
 
+
+# %% ../nbs/09_trainer.ipynb #64453005
+@dataclass
+class _Session:
+    "One training session of a run: what it trains, where the run stands, and what it writes (rank 0)."
+    model: nn.Module  # the plain model, on its device
+    optimizer: torch.optim.Optimizer  # its Adam
+    cfg: TrainConfig  # the loop's settings
+    out_dir: Path  # the run directory
+    rank: int  # this process's rank
+    world: int  # number of processes
+    device: torch.device  # where it trains
+    d_model: int  # d_model of eq. (3)
+    precision: Precision  # what it computes in, and why (`choose_precision`)
+    scaler: torch.amp.GradScaler | None  # float16's gradient scaler (None: float32 or bf16)
+    step: int = 0  # updates done, earlier sessions included
+    epoch: int = 0  # the current epoch
+    done: int = 0  # batches of the current epoch done
+    seconds: float = 0.0  # training seconds, earlier sessions included
+    saved_at: int = 0  # the update of the latest checkpoint
+    saved_seconds: float = 0.0  # the training seconds at the latest checkpoint
+    history: dict = field(default_factory=lambda: {"train": [], "val": []})  # the log's records
+    log: IO | None = None  # log.jsonl, open for appending (rank 0)
+    skipped: int = 0  # updates skipped on a float16 overflow in this session
+
+    def resume(self, resume: bool | str | Path) -> Path | None:
+        "Load the checkpoint to go on from (None: a fresh start) and set the generators for the next update."
+        ckpts = list_checkpoints(self.out_dir)
+        start = Path(resume) if isinstance(resume, (str, Path)) else (ckpts[-1] if resume and ckpts else None)
+        if start is None and ckpts and not resume:
+            raise ValueError(f"{self.out_dir} already holds checkpoints ({ckpts[-1].name}); resume, or use another directory")
+        if start is None: seed_everything(self.cfg.seed + self.rank); return None
+        state = load_checkpoint(start, self.model, self.optimizer, self.device)
+        self.step, self.epoch, self.done, self.seconds = state["step"], state["epoch"], state["batches_done_in_epoch"], state["train_seconds"]
+        self.saved_at, self.saved_seconds = self.step, self.seconds
+        if not restore_rng(state, self.rank, self.device): seed_everything(self.cfg.seed + self.rank + 7919 * self.step)
+        if self.scaler is not None and "grad_scaler" in state: self.scaler.load_state_dict(state["grad_scaler"])
+        return start
+
+    def open_log(self, opened: ExitStack, resumed: bool) -> None:
+        "rank 0: keep the log up to the update resumed from, add this session to host.json, and open the log."
+        if self.rank != 0: return
+        out, log_path = self.out_dir, self.out_dir / "log.jsonl"
+        out.mkdir(parents=True, exist_ok=True)
+        for p in (out / "checkpoints").glob("step-*.tmp*"): shutil.rmtree(p, ignore_errors=True)  # killed mid-write
+        old = [json.loads(line) for line in log_path.read_text().splitlines()] if resumed and log_path.is_file() else []
+        kept = [r for r in old if r["step"] <= self.step]       # lines after the checkpoint are redone
+        for r in kept: self.history["val" if "val_loss" in r else "train"].append(r)
+        log_path.write_text("".join(json.dumps(r) + "\n" for r in kept))
+        hosts = read_json(out / "host.json") if resumed and (out / "host.json").is_file() else []
+        hosts = [h for h in hosts if h["from_update"] < self.step] + [{"from_update": self.step, **host_info(self.device, self.cfg.amp)}]
+        (out / "host.json").write_text(json.dumps(hosts, indent=1))   # one record per training session
+        self.log = opened.enter_context(open(log_path, "a"))
+
+    def write(self, rec: dict) -> None:
+        "Add a record to the history and the log."
+        self.history["val" if "val_loss" in rec else "train"].append(rec)
+        self.log.write(json.dumps(rec) + "\n"); self.log.flush()
+
+    def validate(self, val_data: Iterable[Batch] | None, probe: Callable | None, loss: Callable[[nn.Module, Batch], tuple[Tensor, Tensor]] | None) -> None:
+        "rank 0: the validation loss at this update, with what `probe` adds, logged and printed."
+        if self.rank != 0 or val_data is None: return
+        cfg = self.cfg
+        rec = {"step": self.step, "epoch": self.epoch, **validation_loss(self.model, val_data, cfg.label_smoothing, self.device, cfg.amp, loss=loss)}
+        if probe is not None:
+            with evaluating(self.model): rec.update(probe(self.model, rec))
+        self.write(rec)
+        tqdm.write(validation_line(rec), file=sys.stderr)
+
+    def checkpoint(self) -> None:
+        "Write a checkpoint of this update (every process takes part; rank 0 writes) and keep the last `keep_last`."
+        rng = gather_rng(self.device, self.world)              # collective: every process takes part
+        if self.rank == 0:
+            state = {"step": self.step, "epoch": self.epoch, "batches_done_in_epoch": self.done, "train_seconds": self.seconds,
+                     "world_size": self.world, "train_config": self.cfg.to_dict(), "host_rng": host_rng()}
+            if self.scaler is not None: state["grad_scaler"] = self.scaler.state_dict()
+            save_checkpoint(self.out_dir / "checkpoints" / f"step-{self.step:08d}", self.model, self.optimizer, state, rng)
+            if self.cfg.keep_last:
+                for old in list_checkpoints(self.out_dir)[:-self.cfg.keep_last]: shutil.rmtree(old, ignore_errors=True)
+        self.saved_at, self.saved_seconds = self.step, self.seconds
+
+    def limit_reached(self) -> str | None:
+        "The limit the run has reached: 'max_updates' or 'max_minutes' (None: neither)."
+        cfg = self.cfg
+        if cfg.max_updates and self.step >= cfg.max_updates: return "max_updates"
+        if cfg.max_minutes and self.seconds >= 60 * cfg.max_minutes: return "max_minutes"
+        return None
+
+    def decide(self) -> tuple[str | None, bool]:
+        "After an update: the limit that stops the run (None: none), and whether to write a checkpoint; rank 0's clock decides for all."
+        cfg, stop = self.cfg, self.limit_reached()
+        by_time = bool(cfg.checkpoint_every_minutes and self.seconds - self.saved_seconds >= 60 * cfg.checkpoint_every_minutes)
+        if self.world > 1:                                 # rank 0's clock decides for everyone (stops, checkpoints, cooldown)
+            f = torch.tensor([float(stop == "max_updates"), float(stop == "max_minutes"), float(by_time), self.seconds],
+                             dtype=torch.float64, device=self.device if self.device.type == "cuda" else "cpu")
+            dist.broadcast(f, 0); (by_updates, by_minutes, by_time), self.seconds = f[:3].bool().tolist(), float(f[3])
+            stop = "max_updates" if by_updates else "max_minutes" if by_minutes else None
+        return stop, bool((cfg.checkpoint_every_updates and self.step % cfg.checkpoint_every_updates == 0) or by_time or stop)
+
+
+# %% ../nbs/09_trainer.ipynb #c97fe461
+def _open_run(
+    opened: ExitStack,  # what is opened here is closed with it
+    model: nn.Module,  # the model to train
+    cfg: TrainConfig,  # the loop's settings
+    out_dir: Path,  # the run directory
+    resume: bool | str | Path,  # as in `train`
+    device: torch.device,  # where it trains
+) -> _Session:
+    "Take the run directory's lock, join the processes, and go on from the latest checkpoint or start afresh."
+    rank, world, _ = dist_env()
+    if rank == 0: opened.enter_context(RunLock(out_dir))
+    if world > 1 and not dist.is_initialized():
+        if device.type == "cuda": torch.cuda.set_device(device)
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        opened.callback(dist.destroy_process_group)
+    if device.type == "cpu": retain_freed_memory()      # see 'Memory that the kernel need not clear again'
+    model = model.to(device).train()
+    d_model = cfg.d_model or getattr(getattr(model, "config", None), "d_model", None)
+    if not d_model: raise ValueError("the learning-rate schedule needs d_model: set TrainConfig.d_model")
+    precision = choose_precision(device, cfg.amp)
+    scaler = torch.amp.GradScaler(device.type) if precision.scaled else None
+    run = _Session(model, make_optimizer(model, cfg.betas, cfg.adam_eps), cfg, out_dir, rank, world, device, d_model, precision, scaler)
+    start = run.resume(resume)
+    run.open_log(opened, resumed=start is not None)
+    return run
+
+def _train_until_stop(
+    run: _Session,  # the session, where the run stands
+    data: Callable[[int], Iterable[Batch]] | Iterable[Batch],  # as in `train`
+    val_data: Iterable[Batch] | None,  # as in `train`
+    probe: Callable | None,  # as in `train`
+    loss: Callable[[nn.Module, Batch], tuple[Tensor, Tensor]] | None,  # as in `train`
+) -> str:
+    "Update epoch after epoch, validating and checkpointing as set, until a limit is reached; return its name."
+    cfg, world = run.cfg, run.world
+    ddp = nn.parallel.DistributedDataParallel(run.model, device_ids=[run.device.index] if run.device.type == "cuda" else None) if world > 1 else run.model
+    fwd = torch.compile(ddp, dynamic=True) if cfg.compile else ddp
+    per_epoch = len(data) if cfg.max_epochs and hasattr(data, "__len__") else None   # batches per epoch, for the bar
+    epochs = lambda: run.epoch + run.done / per_epoch if per_epoch else None
+    stop = run.limit_reached()                             # a resumed run may have reached it already
+    with progress_bar(cfg, run.step, run.seconds, epochs(), disable=run.rank != 0, precision=str(run.precision)) as bar:
+        while stop is None:
+            if cfg.max_epochs and run.epoch >= cfg.max_epochs: return "max_epochs"
+            stream = islice(data(run.epoch) if callable(data) else iter(data), run.done, None)
+            while stop is None:
+                t0 = time.perf_counter()
+                group = list(islice(stream, cfg.accum_steps * world))
+                if len(group) < world: break                  # end of the epoch (too few batches left for every process)
+                rec = update_step(fwd, run.optimizer, group, cfg=cfg, lr=learning_rate(cfg, run.step + 1, d_model=run.d_model, seconds=run.seconds),
+                                  loss=loss, scaler=run.scaler, ddp=ddp, rank=run.rank, world=world, device=run.device)
+                run.step, run.done, run.skipped = run.step + 1, run.done + len(group), run.skipped + rec.get("skipped", False)
+                dt = time.perf_counter() - t0
+                run.seconds += dt
+                rec = {"step": run.step, "epoch": run.epoch, **rec, "tok_per_s": rec["tokens"] / dt, "seconds": run.seconds}
+                if run.rank == 0:
+                    run.write(rec)
+                    _show_progress(bar, cfg, rec, epochs(), run.step % cfg.log_every == 0 or run.step == 1, run.skipped, str(run.precision))
+                if cfg.val_every and run.step % cfg.val_every == 0: run.validate(val_data, probe, loss)
+                stop, save = run.decide()
+                if save: run.checkpoint()
+            if stop is None:
+                if run.done == 0: raise ValueError(f"the data yielded fewer than {world} batches in epoch {run.epoch}")
+                run.epoch, run.done = run.epoch + 1, 0
+    return stop
+
 def train(
     model: nn.Module,  # maps (src, tgt_in) to logits; has `.config.d_model` or set `cfg.d_model`
     data: Callable[[int], Iterable[Batch]] | Iterable[Batch],  # epoch -> its batches (deterministic), or a re-iterable
@@ -482,151 +389,20 @@ def train(
     val_data: Iterable[Batch] | None = None,  # validation batches (a list, or re-iterable)
     resume: bool | str | Path = True,  # continue from the latest checkpoint in out_dir (or from this checkpoint)
     probe: Callable[[nn.Module, dict], dict] | None = None,  # (model in eval mode, validation record) -> more fields for it, e.g. BLEU of a few translations
+    *,
+    loss: Callable[[nn.Module, Batch], tuple[Tensor, Tensor]] | None = None,  # (model, batch) -> summed loss and NLL (default: `batch_loss`), for training and validation
 ) -> dict:
     "Train `model`; return the history: per-update records, validation records, checkpoints and why it stopped."
     if not (cfg.max_updates or cfg.max_epochs or cfg.max_minutes):
         raise ValueError("TrainConfig sets no limit: give max_updates, max_epochs or max_minutes")
     out_dir = Path(out_dir)
-    rank, world, local = dist_env()
-    device = resolve_device(cfg.device, local)
+    device = resolve_device(cfg.device, dist_env()[2])
     with ExitStack() as opened:                           # closed on return and on error, last opened first
-        if rank == 0: opened.enter_context(RunLock(out_dir))
-        own_group = world > 1 and not dist.is_initialized()
-        if own_group:
-            if device.type == "cuda": torch.cuda.set_device(device)
-            dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-            opened.callback(dist.destroy_process_group)
-        if device.type == "cpu": retain_freed_memory()      # see 'Memory that the kernel need not clear again'
-        model = model.to(device).train()
-        d_model = cfg.d_model or getattr(getattr(model, "config", None), "d_model", None)
-        if not d_model: raise ValueError("the learning-rate schedule needs d_model: set TrainConfig.d_model")
-        optimizer = make_optimizer(model, cfg.betas, cfg.adam_eps)
-
-        ckpts = list_checkpoints(out_dir)
-        start = Path(resume) if isinstance(resume, (str, Path)) else (ckpts[-1] if resume and ckpts else None)
-        if start is None and ckpts and not resume:
-            raise ValueError(f"{out_dir} already holds checkpoints ({ckpts[-1].name}); resume, or use another directory")
-        step = epoch = done = 0; seconds = 0.0
-        if start is not None:
-            state = load_checkpoint(start, model, optimizer, device)
-            step, epoch, done, seconds = state["step"], state["epoch"], state["batches_done_in_epoch"], state["train_seconds"]
-            if not _restore_rng(state, rank, device): seed_everything(cfg.seed + rank + 7919 * step)
-        else:
-            seed_everything(cfg.seed + rank)
-
-        log_path, history = out_dir / "log.jsonl", {"train": [], "val": []}
-        if rank == 0:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            for p in (out_dir / "checkpoints").glob("step-*.tmp*"): shutil.rmtree(p, ignore_errors=True)  # killed mid-write
-            old = [json.loads(l) for l in log_path.read_text().splitlines()] if start is not None and log_path.is_file() else []
-            kept = [r for r in old if r["step"] <= step]       # lines after the checkpoint are redone
-            for r in kept: history["val" if "val_loss" in r else "train"].append(r)
-            log_path.write_text("".join(json.dumps(r) + "\n" for r in kept))
-            hosts = _read_json(out_dir / "host.json") if start is not None and (out_dir / "host.json").is_file() else []
-            hosts = [h for h in hosts if h["from_update"] < step] + [{"from_update": step, **host_info(device, cfg.amp)}]
-            (out_dir / "host.json").write_text(json.dumps(hosts, indent=1))   # one record per training session
-        log = opened.enter_context(open(log_path, "a")) if rank == 0 else None
-
-        ddp = nn.parallel.DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None) if world > 1 else model
-        fwd = torch.compile(ddp, dynamic=True) if cfg.compile else ddp
-
-        def write(rec):
-            history["val" if "val_loss" in rec else "train"].append(rec)
-            log.write(json.dumps(rec) + "\n"); log.flush()
-
-        def validate():
-            if rank == 0 and val_data is not None:
-                rec = {"step": step, "epoch": epoch, **validation_loss(model, val_data, cfg.label_smoothing, device, cfg.amp)}
-                if probe is not None:
-                    with evaluating(model): rec.update(probe(model, rec))
-                write(rec)
-                tqdm.write(validation_line(rec), file=sys.stderr)
-
-        def checkpoint():
-            rng = _gather_rng(device, world)                  # collective: every process takes part
-            if rank == 0:
-                state = {"step": step, "epoch": epoch, "batches_done_in_epoch": done, "train_seconds": seconds,
-                         "world_size": world, "train_config": cfg.to_dict(), "host_rng": _host_rng()}
-                save_checkpoint(out_dir / "checkpoints" / f"step-{step:08d}", model, optimizer, state, rng)
-                if cfg.keep_last:
-                    for old in list_checkpoints(out_dir)[:-cfg.keep_last]: shutil.rmtree(old, ignore_errors=True)
-
-        per_epoch = len(data) if cfg.max_epochs and hasattr(data, "__len__") else None   # batches per epoch, for the bar
-        epochs = lambda: epoch + done / per_epoch if per_epoch else None
-        bar = opened.enter_context(progress_bar(cfg, step, seconds, epochs(), disable=rank != 0))
-        per_update, last_ckpt, last_saved, stop = cfg.accum_steps * world, seconds, step, None
-        if cfg.max_updates and step >= cfg.max_updates: stop = "max_updates"      # resumed a finished run
-        elif cfg.max_minutes and seconds >= 60 * cfg.max_minutes: stop = "max_minutes"
-        while stop is None:
-            if cfg.max_epochs and epoch >= cfg.max_epochs: stop = "max_epochs"; break
-            stream = islice(data(epoch) if callable(data) else iter(data), done, None)
-            while stop is None:
-                t0 = time.perf_counter()
-                group = list(islice(stream, per_update))
-                if len(group) < world: break                  # end of the epoch (too few batches left for every process)
-                rec = update_step(fwd, optimizer, group, step=step + 1, cfg=cfg, d_model=d_model,
-                                  scale=lr_scale(cfg, step + 1, seconds), ddp=ddp, rank=rank, world=world, device=device)
-                step, done = step + 1, done + len(group)
-                dt = time.perf_counter() - t0
-                seconds += dt
-                rec = {"step": step, "epoch": epoch, **rec, "tok_per_s": rec["tokens"] / dt, "seconds": seconds}
-                if rank == 0:
-                    write(rec)
-                    _show_progress(bar, cfg, rec, epochs(), loss=step % cfg.log_every == 0 or step == 1)
-                if cfg.val_every and step % cfg.val_every == 0: validate()
-                flags = [cfg.max_updates and step >= cfg.max_updates, cfg.max_minutes and seconds >= 60 * cfg.max_minutes,
-                         cfg.checkpoint_every_minutes and seconds - last_ckpt >= 60 * cfg.checkpoint_every_minutes]
-                if world > 1:                                 # rank 0's clock decides for everyone (stops, checkpoints, cooldown)
-                    f = torch.tensor([float(bool(x)) for x in flags] + [seconds], dtype=torch.float64,
-                                     device=device if device.type == "cuda" else "cpu")
-                    dist.broadcast(f, 0); flags, seconds = f[:3].bool().tolist(), float(f[3])
-                if flags[0]: stop = "max_updates"
-                elif flags[1]: stop = "max_minutes"
-                if (cfg.checkpoint_every_updates and step % cfg.checkpoint_every_updates == 0) or flags[2] or stop:
-                    checkpoint(); last_ckpt, last_saved = seconds, step
-            if stop is None:
-                if done == 0: raise ValueError(f"the data yielded fewer than {world} batches in epoch {epoch}")
-                epoch, done = epoch + 1, 0
-        bar.close()
-        if last_saved != step: checkpoint()
-        if rank == 0 and not (history["val"] and history["val"][-1]["step"] == step): validate()   # once per step
-        if rank == 0: save_weights(model, out_dir / "model.safetensors", {"step": step})
-    return {**history, "step": step, "epoch": epoch, "stopped": stop, "out_dir": str(out_dir),
+        run = _open_run(opened, model, cfg, out_dir, resume, device)
+        stop = _train_until_stop(run, data, val_data, probe, loss)
+        if run.saved_at != run.step: run.checkpoint()
+        if not (run.history["val"] and run.history["val"][-1]["step"] == run.step): run.validate(val_data, probe, loss)   # once per step
+        if run.rank == 0: save_weights(run.model, out_dir / "model.safetensors", {"step": run.step})
+    return {**run.history, "step": run.step, "epoch": run.epoch, "stopped": stop, "out_dir": str(out_dir),
             "checkpoints": [str(p) for p in list_checkpoints(out_dir)]}
 
-# %% ../nbs/09_trainer.ipynb #8ae12d99
-def average_checkpoints(
-    paths: list[str | Path],  # checkpoint directories (or model .safetensors files)
-    out_path: str | Path,  # the averaged model, a .safetensors file
-) -> Path:
-    "Average the weights of several checkpoints of one model into a new `save_model` file."
-    from safetensors import safe_open
-    from safetensors.torch import save_file
-    files = [Path(p) / "model.safetensors" if Path(p).is_dir() else Path(p) for p in paths]
-    if not files: raise ValueError("average_checkpoints got no checkpoints")
-    first = _read_tensors(files[0])
-    total = {k: v.double() for k, v in first.items()}
-    for f in files[1:]:
-        t = _read_tensors(f)
-        if t.keys() != first.keys() or any(t[k].shape != first[k].shape for k in t):
-            raise ValueError(f"{f} does not hold the same tensors as {files[0]}: not checkpoints of one model")
-        for k in total: total[k] += t[k].double()
-    with safe_open(str(files[0]), "pt") as h: meta = dict(h.metadata() or {})
-    meta["extra"] = json.dumps({**json.loads(meta.get("extra", "{}")), "averaged": [str(f) for f in files]})
-    out_path = Path(out_path); out_path.parent.mkdir(parents=True, exist_ok=True)
-    save_file({k: (v / len(files)).to(first[k].dtype).contiguous() for k, v in total.items()}, str(out_path), metadata=meta)
-    return out_path
-
-def average_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx average`: average the last k checkpoints of a run into one model file."
-    p = argparse.ArgumentParser(prog="annotated-tx average", description=average_main.__doc__)
-    p.add_argument("run_dir", help="output directory of a training run (holds checkpoints/)")
-    p.add_argument("--last", type=int, default=5, help="how many of the latest checkpoints to average (paper: 5 base, 20 big)")
-    p.add_argument("--out", default=None, help="output file (default RUN_DIR/model_avg.safetensors)")
-    a = p.parse_args(argv)
-    ckpts = list_checkpoints(a.run_dir)
-    if not ckpts: print(f"no checkpoints under {Path(a.run_dir) / 'checkpoints'}", file=sys.stderr); return 1
-    chosen = ckpts[-a.last:]
-    out = average_checkpoints(chosen, a.out or Path(a.run_dir) / "model_avg.safetensors")
-    print(f"averaged {len(chosen)} checkpoints ({chosen[0].name} … {chosen[-1].name}) into {out}")
-    return 0

@@ -9,7 +9,10 @@ and checks on each page:
 - one title heading (h1) in the article;
 - every altair chart rendered (an svg or canvas inside its container, no vega-embed error);
 - every math element typeset by MathJax (an mjx-container inside, no TeX error);
-- every internal link resolves: the file exists and, for links with a #fragment, the target page has that id.
+- every internal link resolves: the file exists and, for links with a #fragment, the target page has that id;
+- every section link written in the notebooks (`NN_name.ipynb#anchor`, as the author wrote it, before MyST resolves
+  it) and every exercise's section (`annotated_tx/exercises.py`, the link a reader's stub prints) lands: the target
+  page has an element with that id (one test for all of them).
 
 Screenshots of the index and of a chapter with a chart go to tools/site/_build/screenshots/ (look at them).
 Ends with the line `N passed, M failed` (one test per page, plus one that at least one chart was checked).
@@ -18,7 +21,7 @@ Installs chromium and chromium-driver with apt-get when they are missing and thi
 """
 from __future__ import annotations
 
-import argparse, functools, http.server, os, shutil, subprocess, sys, tempfile, threading, time
+import argparse, ast, functools, http.server, json, os, re, shutil, subprocess, sys, tempfile, threading, time
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urlparse
 
@@ -111,6 +114,24 @@ def site_pages(site: Path) -> list[str]:
     return sorted(pages, key=lambda p: (p != "index.html", p))
 
 
+def book_anchors(nbs: Path = ROOT / "nbs") -> list[tuple[str, str, str]]:
+    """(where, page, id) for every section link of the notebooks' markdown (`NN_name.ipynb#anchor`) and every
+    exercise's section in annotated_tx/exercises.py (`NN_name.html#anchor`, read from its `@exercise(...)` calls)."""
+    found = []
+    for nb in sorted(nbs.glob("*.ipynb")):
+        if nb.name.startswith(("_", ".")): continue
+        for i, c in enumerate(json.loads(nb.read_text())["cells"]):
+            if c["cell_type"] != "markdown": continue
+            text = "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+            for page, frag in re.findall(r"\]\(\s*<?(?:\./)?(\d\d_[\w-]+)\.ipynb#([^)\s>]+)", text):
+                found.append((f"{nb.name}, cell {i}", f"{page}.html", unquote(frag)))
+    for n in ast.walk(ast.parse((ROOT / "annotated_tx" / "exercises.py").read_text())):
+        for d in getattr(n, "decorator_list", []):
+            if isinstance(d, ast.Call) and getattr(d.func, "id", None) == "exercise" and "#" in (section := ast.literal_eval(d.args[3])):
+                found.append((f"exercises.py ({ast.literal_eval(d.args[0])})", *section.split("#", 1)))
+    return found
+
+
 def screenshot(driver, path: Path, element=None, full: bool = False) -> None:
     if element is not None:
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
@@ -194,10 +215,15 @@ def run(site: Path, shots: Path, chromium: str, chromedriver: str) -> int:
               f"{len(set(r['links']))} links", flush=True)
         for e in errs: print(f"    {e}", flush=True)
     extra_fail = []
+    anchors = book_anchors()
+    missing = [f"{where}: {page}#{frag}" for where, page, frag in anchors if page in ids and frag not in ids[page]]
+    missing += [f"{where}: {page} was not visited" for where, page, _ in anchors if page not in ids]
+    if missing: extra_fail.append(f"section links that do not land ({len(missing)} of {len(anchors)}): {missing}")
+    print(f"{'FAIL' if missing else 'PASS'} {len(anchors)} section links of the notebooks and the exercises land", flush=True)
     if server.failed: extra_fail.append(f"requests the site could not answer: {sorted(set(server.failed))}")
     if n_charts == 0: extra_fail.append("no altair chart on any page: nothing proved that charts render (build with --fixture)")
     for e in extra_fail: print(f"FAIL {e}", flush=True)
-    n_tests = len(reports) + 2
+    n_tests = len(reports) + 3
     failed = len(failures) + len(extra_fail)
     print(f"[site-test] {len(reports)} pages, {n_charts} charts checked in {time.time() - t0:.1f}s; screenshots in {shots}")
     print(f"{n_tests - failed} passed, {failed} failed")
