@@ -329,7 +329,8 @@ def is_marian(
     "Whether `path` is a Marian model: a directory whose config.json says model_type 'marian', or a name that is no local path."
     p = Path(path)
     if p.is_dir(): return (p / "config.json").is_file() and json.loads((p / "config.json").read_text()).get("model_type") == "marian"
-    return not p.exists() and str(path).count("/") == 1 and not str(path).endswith((".safetensors", ".model"))
+    name = str(path)   # a hub name is owner/model; an absolute or relative path that does not exist is not one
+    return not p.exists() and name.count("/") == 1 and not name.startswith(("/", ".", "~")) and not name.endswith((".safetensors", ".model"))
 
 # %% ../nbs/20_real_models.ipynb #046a5b73
 def _ctranslate2():

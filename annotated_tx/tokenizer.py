@@ -8,10 +8,10 @@ Docs: https://annotated-tx.github.io/annotated_tx/vocab.html.md"""
 from __future__ import annotations
 import io, os
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import Iterator, Sequence
 from .data import normalize_text, read_lines, get_corpus
 from .runtime import say
-if TYPE_CHECKING: from annotated_tx.model import TransformerConfig
+from .model import TransformerConfig
 
 # %% auto #0
 __all__ = ['PAD_ID', 'UNK_ID', 'BOS_ID', 'EOS_ID', 'SPECIAL_PIECES', 'Tokenizer', 'encode_pairs', 'filter_pairs', 'check_fits',
