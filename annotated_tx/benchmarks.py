@@ -64,14 +64,15 @@ class TorchTransformerMT(nn.Module):
 def synthetic_batches(
     n: int = 4,  # how many different batches
     pairs: int = 40,  # sentence pairs per batch
-    min_len: int = 15,  # shortest sentence, in tokens (each side)
-    max_len: int = 35,  # longest sentence
+    min_sentence_tokens: int = 15,  # shortest sentence, in tokens (each side)
+    max_sentence_tokens: int = 35,  # longest sentence, in tokens
     vocab_size: int = 8000,  # ids are drawn from 4 … vocab_size-1
     seed: int = 0,  # random seed
 ) -> list[Batch]:
     "Batches of random sentence pairs of random lengths."
     g = torch.Generator().manual_seed(seed)
-    rand = lambda: torch.randint(4, vocab_size, (int(torch.randint(min_len, max_len + 1, (1,), generator=g)),), generator=g).tolist()
+    length = lambda: int(torch.randint(min_sentence_tokens, max_sentence_tokens + 1, (1,), generator=g))
+    rand = lambda: torch.randint(4, vocab_size, (length(),), generator=g).tolist()
     return [make_batch([(rand(), rand()) for _ in range(pairs)]) for _ in range(n)]
 
 def matmul_shapes(c: TransformerConfig, batch: Batch) -> list[tuple[int, int, int, int]]:
@@ -194,8 +195,8 @@ def bench_train(
     rounds: int = 10,  # interleaved rounds
     steps: int = 3,  # training steps per contender per round
     pairs: int = 40,  # pairs per batch
-    min_len: int = 15,  # shortest sentence
-    max_len: int = 35,  # longest sentence
+    min_sentence_tokens: int = 15,  # shortest sentence, in tokens
+    max_sentence_tokens: int = 35,  # longest sentence, in tokens
     amp: str = "auto",  # 'none' (float32), 'bf16' (autocast), 'both' (interleaved in one run), or 'auto': both where bf16 is native, else float32
     device: str = "cpu",  # 'cpu', 'cuda' or 'auto'
     threads: int | None = None,  # torch threads (None: torch's default)
@@ -207,8 +208,8 @@ def bench_train(
     dev = resolve_device(device)
     amps, skipped = _bench_precisions(amp, dev)
     retained = dev.type == "cpu" and retain_memory and retain_freed_memory()
-    c = get_config(config, max_len=max(64, max_len + 2))
-    batches = [b.to(dev) for b in synthetic_batches(4, pairs, min_len, max_len, c.src_vocab_size, seed)]
+    c = get_config(config, max_len=max(64, max_sentence_tokens + 2))
+    batches = [b.to(dev) for b in synthetic_batches(4, pairs, min_sentence_tokens, max_sentence_tokens, c.src_vocab_size, seed)]
     with torch_threads(threads): per, ratio, ceil, params = _bench_rounds(c, batches, amps, dev, rounds, steps, seed, progress)
     flops = statistics.mean(train_flops(c, b) for b in batches)
     out = {"config": config, "device": str(dev), "threads": torch.get_num_threads() if threads is None else threads,

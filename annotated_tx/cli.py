@@ -317,8 +317,8 @@ def bench_train_parser() -> Parser:
     p.add_argument("--rounds", type=int, default=10, help="interleaved rounds (default: 10)")
     p.add_argument("--steps", type=int, default=3, help="training steps per contender per round (default: 3)")
     p.add_argument("--pairs", type=int, default=40, help="sentence pairs per batch (default: 40)")
-    p.add_argument("--min-len", type=int, default=15, help="shortest sentence in tokens (default: 15)")
-    p.add_argument("--max-len", type=int, default=35, help="longest sentence in tokens (default: 35)")
+    p.add_argument("--min-len", dest="min_sentence_tokens", type=int, default=15, help="tokens of the shortest sentence (default: 15)")
+    p.add_argument("--max-len", dest="max_sentence_tokens", type=int, default=35, help="tokens of the longest sentence (default: 35)")
     p.add_argument("--amp", default="auto", choices=["auto", "none", "bf16", "both"],
                    help="auto: float32, and bf16 autocast too where the device computes bf16 natively (default); none: float32; "
                         "bf16: bf16 autocast; both: the two interleaved in one run")
@@ -354,10 +354,10 @@ def bench_train_main(argv: list[str] | None = None) -> int:
     from annotated_tx.model import get_config
     a = bench_train_parser().parse_args(argv)
     c = get_config(a.config)
-    r = bench_train(a.config, a.rounds, a.steps, a.pairs, a.min_len, a.max_len, a.amp, a.device, a.threads, a.seed, not a.quiet,
-                    retain_memory=not a.release_memory)
+    r = bench_train(a.config, a.rounds, a.steps, a.pairs, a.min_sentence_tokens, a.max_sentence_tokens, a.amp, a.device, a.threads,
+                    a.seed, not a.quiet, retain_memory=not a.release_memory)
     print(f"training step, {a.config} (d_model {c.d_model}, {c.n_enc_layers}+{c.n_dec_layers} layers, {c.n_heads} heads, d_ff {c.d_ff}, "
-          f"vocab {c.src_vocab_size}), {a.pairs} pairs of {a.min_len}-{a.max_len} tokens (~{r['tgt_tokens_per_batch']:.0f} target tokens), "
+          f"vocab {c.src_vocab_size}), {a.pairs} pairs of {a.min_sentence_tokens}-{a.max_sentence_tokens} tokens (~{r['tgt_tokens_per_batch']:.0f} target tokens), "
           f"{timing_host(r['device'], r['threads'], None)}; medians of {a.rounds} interleaved rounds of {a.steps} steps; the same Adam for both")
     print(f"model FLOPs per step {r['train_flops_per_step'] / 1e9:.1f} G (analytic: 3 x forward matmuls); the matmul ceiling is "
           f"the model's forward GEMM shapes, timed in this run in each precision; this device computes bf16 natively: "

@@ -27,13 +27,13 @@ LETTERS = "abcdefghij"
 def copy_sentences(
     n: int,  # how many
     seed: int,  # random seed
-    min_len: int = 1,  # fewest letters
-    max_len: int = 10,  # most letters
+    min_letters: int = 1,  # fewest letters
+    max_letters: int = 10,  # most letters
     alphabet: str = LETTERS,  # the symbols
 ) -> list[str]:
     "Random sentences of letters separated by spaces."
     r = random.Random(seed)
-    return [" ".join(r.choice(alphabet) for _ in range(r.randint(min_len, max_len))) for _ in range(n)]
+    return [" ".join(r.choice(alphabet) for _ in range(r.randint(min_letters, max_letters))) for _ in range(n)]
 
 def copy_tokenizer(
     path: str | Path | None = None,  # save the sentencepiece model here
@@ -50,11 +50,11 @@ def copy_tokenizer(
 def greedy_copy(
     model: Transformer,  # a trained model
     src: Tensor,  # `[B, S]` source ids (each ending in EOS), PAD-padded
-    max_len: int,  # most output tokens
+    max_new_tokens: int,  # most output tokens
 ) -> list[list[int]]:
     "Greedy decoding (`greedy_decode`); each output up to (not including) EOS."
     c = model.config
-    tokens, _ = greedy_decode(model, src, DecodeConfig(search="greedy", max_len_a=0, max_len_b=max_len))
+    tokens, _ = greedy_decode(model, src, DecodeConfig(search="greedy", max_len_a=0, max_len_b=max_new_tokens))
     return [cut_at_eos(r, c.eos_id, c.pad_id) for r in tokens.tolist()]
 
 def exact_match(

@@ -148,13 +148,13 @@ def greedy_decode(
     cfg, c = cfg or DecodeConfig(search="greedy"), model.config
     _check_src(src, c)
     B, dev = src.size(0), src.device
-    max_len = max_output_lengths(src, c.pad_id, cfg.max_len_a, cfg.max_len_b, c.max_len)
-    T = int(max_len.max())
+    out_limits = max_output_lengths(src, c.pad_id, cfg.max_len_a, cfg.max_len_b, c.max_len)
+    T = int(out_limits.max())
     out = torch.full((B, T), c.pad_id, dtype=torch.long, device=dev)
     scores = torch.zeros(B, device=dev)
     banned = torch.tensor([c.pad_id, c.bos_id], device=dev)
     ids = torch.arange(B, device=dev)                           # which sentence each row decodes
-    row_scores, row_max = torch.zeros(B, device=dev), max_len
+    row_scores, row_max = torch.zeros(B, device=dev), out_limits
     y = torch.full((B, 1), c.bos_id, dtype=torch.long, device=dev)
     with evaluating(model):
         dec = decoder(model, src, 1, T)
@@ -251,8 +251,8 @@ def beam_search(
     cfg, c = cfg or DecodeConfig(), model.config
     _check_src(src, c)
     k, B, V, dev = cfg.beam, src.size(0), c.tgt_vocab_size, src.device
-    max_len = max_output_lengths(src, c.pad_id, cfg.max_len_a, cfg.max_len_b, c.max_len)
-    T = int(max_len.max())
+    out_limits = max_output_lengths(src, c.pad_id, cfg.max_len_a, cfg.max_len_b, c.max_len)
+    T = int(out_limits.max())
     lengths = torch.arange(T + 1, device=dev, dtype=torch.float)
     lp = length_penalty(lengths, cfg.alpha, cfg.convention) if penalty is None else penalty(lengths, cfg.alpha)
     C = k if cfg.convention == "wu" else 2 * k                           # extensions kept per step
@@ -263,7 +263,7 @@ def beam_search(
     beams = torch.arange(k, device=dev)
     open_scores = torch.zeros(B, k, device=dev); open_scores[:, 1:] = -math.inf   # log P of each open beam
     y = torch.full((B * k, 1), c.bos_id, dtype=torch.long, device=dev)
-    banned, row_max = torch.tensor([c.pad_id, c.bos_id], device=dev), max_len
+    banned, row_max = torch.tensor([c.pad_id, c.bos_id], device=dev), out_limits
     with evaluating(model):
         dec = decoder(model, src, k, T)
         for t in range(T):

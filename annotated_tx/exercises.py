@@ -134,9 +134,9 @@ def _book_bleu(hyps: list[list[str]], refs: list[list[str]]) -> float:
     from sacrebleu.metrics import BLEU
     return BLEU(tokenize="none", smooth_method="none", force=True).corpus_score([" ".join(h) for h in hyps], [[" ".join(r) for r in refs]]).score
 
-def _up_to(max_len: int, **kw) -> DecodeConfig:
-    "Decoding settings of the exercises: at most `max_len` output tokens, whatever the source's length."
-    return DecodeConfig(max_len_a=0, max_len_b=max_len, **kw)
+def _up_to(max_new_tokens: int, **kw) -> DecodeConfig:
+    "Decoding settings of the exercises: at most `max_new_tokens` output tokens, whatever the source's length."
+    return DecodeConfig(max_len_a=0, max_len_b=max_new_tokens, **kw)
 
 def book_parts() -> SimpleNamespace:
     "The book's own implementation of every exercise function, in the exercises' signatures: the grader's reference."
@@ -149,7 +149,7 @@ def book_parts() -> SimpleNamespace:
         feed_forward=_book_ffn, encoder_layer=_book_encoder_layer,
         label_smoothed_loss=lambda logits, target, epsilon=0.1, pad_id=0: label_smoothed_loss(logits, target, epsilon, pad_id)[0],
         rate=lambda step, d_model=512, warmup=4000: rate(step, d_model, warmup),
-        greedy_decode=lambda model, src, max_len: greedy_decode(model, src, _up_to(max_len), decoder=UncachedDecoder)[0],
+        greedy_decode=lambda model, src, max_new_tokens: greedy_decode(model, src, _up_to(max_new_tokens), decoder=UncachedDecoder)[0],
         length_penalty=lambda length, alpha=0.6: length_penalty(length, alpha),
         beam_step=beam_step, corpus_bleu=_book_bleu)
 
@@ -710,10 +710,10 @@ def _rows(tokens, eos: int, pad: int) -> list[list[int]]:
                        else f"a tensor of shape {tuple(tokens.shape)} and dtype {tokens.dtype}")
     return [cut_at_eos(r, eos, pad) + ([eos] if eos in r else []) for r in tokens.tolist()]   # EOS kept: an ended row differs from a cut one
 
-def _same_rows(case: str, got: Tensor, want: Tensor, c: TransformerConfig, max_len: int) -> None:
+def _same_rows(case: str, got: Tensor, want: Tensor, c: TransformerConfig, max_new_tokens: int) -> None:
     g, w = _rows(got, c.eos_id, c.pad_id), _rows(want, c.eos_id, c.pad_id)
     same(case, len(g), len(w), what="rows:")
-    if got.size(1) > max_len: raise Mismatch(case, f"at most max_len = {max_len} tokens per row", f"{got.size(1)} columns")
+    if got.size(1) > max_new_tokens: raise Mismatch(case, f"at most max_new_tokens = {max_new_tokens} tokens per row", f"{got.size(1)} columns")
     for i, (a, b) in enumerate(zip(g, w)):
         if a != b: raise Mismatch(case, f"row {i} = {b}", f"{a}")
 
@@ -721,9 +721,9 @@ def _same_rows(case: str, got: Tensor, want: Tensor, c: TransformerConfig, max_l
     quote="We set the maximum output length during inference to input length + 50, but terminate early when possible.",
     hint="memory = model.encode(src, src_mask) once; then y = BOS column, and at each step the logits of the last position of "
          "model.logits(model.decode(y, memory, src_mask)), PAD and BOS set to -inf, argmax appended; a row that wrote EOS is "
-         "done and gets PAD after it; stop when every row is done or after max_len tokens",
+         "done and gets PAD after it; stop when every row is done or after max_new_tokens tokens",
     stub='''
-def greedy_decode(model, src: Tensor, max_len: int) -> Tensor:
+def greedy_decode(model, src: Tensor, max_new_tokens: int) -> Tensor:
     """Greedy decoding with the book's model: at every step, append each row's most probable next token.
 
     model: the book's Transformer, in eval mode (run it under torch.no_grad()). Its steps: memory = model.encode(src, src_mask)
@@ -732,18 +732,18 @@ def greedy_decode(model, src: Tensor, max_len: int) -> Tensor:
     are model.config.bos_id, eos_id and pad_id.
     src `[B, S]`: source ids, each sentence ending in EOS, then PAD.
     Every row starts from BOS; PAD and BOS are never chosen; a row is done once it has written EOS, and has PAD after it.
-    Return the tokens after BOS `[B, T]`, T <= max_len: each row up to and including its EOS, then PAD (a row that never
-    writes EOS has max_len tokens).
+    Return the tokens after BOS `[B, T]`, T <= max_new_tokens: each row up to and including its EOS, then PAD (a row that never
+    writes EOS has max_new_tokens tokens).
     """
     raise NotImplementedError
 ''')
 def grade_greedy(parts) -> str:
     model, untrained = _decoding_model(), _untrained_decoding_model()
-    for case, m, src, max_len in (("4 padded sources, max_len 12", model, SRC, 12), ("max_len 3", model, SRC, 3),
-                                  ("max_len 1", model, SRC, 1), ("one sentence alone, [1, 5]", model, SRC[3:, :5], 12),
-                                  ("an untrained model that, unbanned, would write PAD first", untrained, SRC, 6)):
-        with torch.no_grad(): got = parts.greedy_decode(m, src, max_len)
-        _same_rows(case, got, greedy_decode(m, src, _up_to(max_len))[0], m.config, max_len)
+    for case, m, src, max_new_tokens in (("4 padded sources, max_new_tokens 12", model, SRC, 12), ("max_new_tokens 3", model, SRC, 3),
+                                         ("max_new_tokens 1", model, SRC, 1), ("one sentence alone, [1, 5]", model, SRC[3:, :5], 12),
+                                         ("an untrained model that, unbanned, would write PAD first", untrained, SRC, 6)):
+        with torch.no_grad(): got = parts.greedy_decode(m, src, max_new_tokens)
+        _same_rows(case, got, greedy_decode(m, src, _up_to(max_new_tokens))[0], m.config, max_new_tokens)
     return "5 cases"
 
 # %% ../nbs/22_exercises.ipynb #28f21328
@@ -863,9 +863,9 @@ def train_copy_with(
     "The copy task of chapter 11, small: the book's model plugged with `parts`, trained by the trainer's `update_step` with their loss and eq. (3), decoded with their greedy search."
     cfg = {**COPY_EXERCISE, **overrides}
     start, tok, train = time.perf_counter(), copy_tokenizer(), _copy_train_config(cfg)
-    train_text = copy_sentences(cfg["sentences"], seed, max_len=cfg["letters"])
+    train_text = copy_sentences(cfg["sentences"], seed, max_letters=cfg["letters"])
     seen = set(train_text)
-    held = [s for s in copy_sentences(20 * cfg["held_out"], seed + 1, max_len=cfg["letters"]) if s not in seen][:cfg["held_out"]]
+    held = [s for s in copy_sentences(20 * cfg["held_out"], seed + 1, max_letters=cfg["letters"]) if s not in seen][:cfg["held_out"]]
     batches = Batches.from_pairs([(x, x) for x in tok.encode_batch(train_text)], max_tokens=cfg["max_tokens"], seed=seed,
                                  vocab_size=tok.vocab_size)
     with torch_threads(1):
