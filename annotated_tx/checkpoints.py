@@ -1,4 +1,4 @@
-""""For our base models … we used a single model obtained by averaging the last 5 checkpoints, which were written at 10-minute intervals. For the big models, we averaged the last 20 checkpoints." (§5.2, §6.1)
+""""For the base models, we used a single model obtained by averaging the last 5 checkpoints, which were written at 10-minute intervals. For the big models, we averaged the last 20 checkpoints." (§6.1)
 
 Docs: https://annotated-tx.github.io/annotated_tx/checkpoints.html.md"""
 
