@@ -5,7 +5,6 @@
 # %% ../nbs/11_copy_task.ipynb #f67b968f
 from __future__ import annotations
 import json, random
-from dataclasses import fields
 from pathlib import Path
 import torch
 from torch import Tensor
@@ -128,11 +127,6 @@ def copy_settings(
     given = dict(_dotted(overrides))
     for key in given:
         if key not in COPY_SETTINGS: raise ValueError(f"--set {key}: the copy task has no such setting; it takes {', '.join(COPY_SETTINGS)}")
-    train, numbers = overrides.get("train", {}), {f.name for f in fields(TrainConfig) if type(f.default) in (int, float)}
-    for name, value in train.items():                                   # as a `Recipe` checks them
-        if name in numbers and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise ValueError(f"train.{name} must be a number, got {value!r}")
-    try: cfg = TrainConfig(**{**COPY_TRAIN, **train})
-    except ValueError as e: raise ValueError(str(e).replace("TrainConfig.", "train.")) from None
+    cfg = TrainConfig.from_settings({**COPY_TRAIN, **overrides.get("train", {})}, "train")   # refused as a `Recipe` refuses them
     if not (cfg.max_updates or cfg.max_minutes): raise ValueError("train.max_updates and train.max_minutes are both 0: the copy task needs a limit")
     return {COPY_SETTINGS[key]: value for key, value in given.items()}

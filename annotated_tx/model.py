@@ -22,7 +22,7 @@ __all__ = ['EMB_INITS', 'CONFIGS', 'Config', 'TransformerConfig', 'get_config', 
 
 # %% ../nbs/03_model.ipynb #03aa23dd
 class Config:
-    "A dataclass mixin: `to_dict`, and a strict `from_dict` that names any key that is not a field."
+    "A dataclass mixin: `to_dict`, a strict `from_dict` that names any key that is not a field, and `from_settings` for `--set`."
     def to_dict(self) -> dict: return asdict(self)
 
     @classmethod
@@ -31,6 +31,21 @@ class Config:
         unknown = set(d) - {f.name for f in fields(cls)}
         if unknown: raise ValueError(f"unknown {cls.__name__} fields: {sorted(unknown)}; known: {sorted(f.name for f in fields(cls))}")
         return cls(**d)
+
+    @classmethod
+    def check_numbers(cls, d: dict, prefix: str) -> None:
+        "Refuse a value that is not a number where the field's default is one, naming it as `--set PREFIX.NAME` spells it."
+        for f in fields(cls):
+            v = d.get(f.name)
+            if f.name in d and type(f.default) in (int, float) and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                raise ValueError(f"{prefix}.{f.name} must be a number, got {v!r}")
+
+    @classmethod
+    def from_settings(cls, d: dict, prefix: str):
+        "`from_dict` for settings given on a command line as `--set PREFIX.NAME=VALUE`: every refusal names the setting so."
+        cls.check_numbers(d, prefix)
+        try: return cls.from_dict(d)
+        except ValueError as e: raise ValueError(str(e).replace(f"{cls.__name__}.", f"{prefix}.")) from None
 
 EMB_INITS = ("normal", "xavier")   # how `ModelBase.init_weights` draws the token embeddings
 

@@ -7,7 +7,7 @@ Docs: https://annotated-tx.github.io/annotated_tx/recipes.html.md"""
 # %% ../nbs/13_recipes.ipynb #1abc108c
 from __future__ import annotations
 import json, math, os, resource, socket, sys, time
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 import torch
@@ -82,11 +82,8 @@ class Recipe(Config):
                                 ("max_len_a", natural), ("max_len_b", natural), ("train_pairs", natural), ("eval_sentences", natural),
                                 ("probe_sentences", natural)):
             _need(key, getattr(self, key), ok, must)
-        for prefix, given, cls in (("train", self.train, TrainConfig), ("model_overrides", self.model_overrides, TransformerConfig)):
-            for f in fields(cls):                                     # numbers where the configuration has numbers
-                if f.name in given and type(f.default) in (int, float): _need(f"{prefix}.{f.name}", given[f.name], lambda v: True, "a number")
-        try: t = TrainConfig.from_dict(self.train)                    # names an unknown field now, not an hour later
-        except ValueError as e: raise ValueError(str(e).replace("TrainConfig.", "train.")) from None   # as --set spells it
+        TransformerConfig.check_numbers(self.model_overrides, "model_overrides")
+        t = TrainConfig.from_settings(self.train, "train")            # names an unknown field now, not an hour later
         if not (t.max_updates or t.max_epochs or t.max_minutes):
             raise ValueError("train.max_updates, train.max_epochs and train.max_minutes are all 0: a run needs at least one limit")
         unknown = set(self.expect) - set(EXPECT_KEYS)
