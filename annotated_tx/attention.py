@@ -6,14 +6,14 @@ Docs: https://annotated-tx.github.io/annotated_tx/attention.html.md"""
 
 # %% ../nbs/01_attention.ipynb #6a5bd401
 from __future__ import annotations
-import math
+import contextlib, math
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
 
 # %% auto #0
-__all__ = ['subsequent_mask', 'causal_mask', 'padding_mask', 'attention', 'fast_attention', 'alibi_bias', 'MultiHeadAttention',
-           'KVCache', 'attention_chart']
+__all__ = ['subsequent_mask', 'causal_mask', 'padding_mask', 'attention', 'fast_attention', 'alibi_bias', 'packs',
+           'packed_weights', 'linear', 'Linear', 'MultiHeadAttention', 'KVCache', 'attention_chart']
 
 # %% ../nbs/01_attention.ipynb #fa35f1db
 def subsequent_mask(
@@ -95,6 +95,35 @@ def alibi_bias(
     j = torch.arange(n_k, device=slopes.device)
     return -slopes[:, None, None] * (i[:, None] - j[None, :]).abs().to(slopes.dtype)
 
+# %% ../nbs/01_attention.ipynb #c0a1b2d4
+def packs(x: Tensor, weight: Tensor) -> bool:
+    "Whether x·Wᵀ can multiply by a packed W: float32 inference on a CPU with oneDNN (no autograd, no autocast, not being compiled)."
+    return (x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32 and not torch.is_grad_enabled()
+            and torch.backends.mkldnn.is_available() and not torch.is_autocast_enabled("cpu")
+            and not torch.compiler.is_compiling())
+
+_PACKED: dict | None = None   # the packed weights of the translation under way, by key; None: plain `F.linear` everywhere
+
+@contextlib.contextmanager
+def packed_weights(store: dict | None):
+    "Inside, `linear` (and so `Linear`) multiplies by packed copies of the weights, kept in `store` for the scope (None: plain)."
+    global _PACKED
+    was, _PACKED = _PACKED, store
+    try: yield store
+    finally: _PACKED = was
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, *, key: object = None) -> Tensor:
+    "`F.linear(x, weight, bias)`; inside `packed_weights`, by a copy of `weight` packed at its first use and kept under `key`."
+    if _PACKED is None or key is None or not packs(x, weight): return F.linear(x, weight, bias)
+    packed = _PACKED.get(key)
+    if packed is None: packed = _PACKED[key] = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), 64)
+    return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
+
+class Linear(nn.Linear):
+    "`nn.Linear` (same parameters, same state dict) whose product goes through `linear`: packed inside `packed_weights`."
+    def forward(self, x: Tensor) -> Tensor: return linear(x, self.weight, self.bias, key=self)
+
+
 # %% ../nbs/01_attention.ipynb #36f2c76b
 class MultiHeadAttention(nn.Module):
     "Multi-head attention, §3.2.2: h heads of size d_k (d_v for values), then the output projection W^O."
@@ -112,10 +141,10 @@ class MultiHeadAttention(nn.Module):
             if d_model % n_heads: raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         self.n_heads, self.d_k, self.d_v = n_heads, d_k or d_model // n_heads, d_v or d_model // n_heads
         self.dropout = dropout
-        self.w_q = nn.Linear(d_model, n_heads * self.d_k, bias=bias)
-        self.w_k = nn.Linear(d_model, n_heads * self.d_k, bias=bias)
-        self.w_v = nn.Linear(d_model, n_heads * self.d_v, bias=bias)
-        self.w_o = nn.Linear(n_heads * self.d_v, d_model, bias=bias)
+        self.w_q = Linear(d_model, n_heads * self.d_k, bias=bias)
+        self.w_k = Linear(d_model, n_heads * self.d_k, bias=bias)
+        self.w_v = Linear(d_model, n_heads * self.d_v, bias=bias)
+        self.w_o = Linear(n_heads * self.d_v, d_model, bias=bias)
         self.keep_weights, self.weights = False, None
         self.rotary = rotary                                          # a submodule, or None
         self.register_buffer("alibi_slopes", alibi_slopes, persistent=False)   # None when off; not in the state dict
@@ -147,7 +176,7 @@ class MultiHeadAttention(nn.Module):
         "Self-attention's queries, keys and values in one matrix product of width 2·h·d_k + h·d_v (`weights`: `qkv_weights()` made earlier)."
         w, b = self.qkv_weights() if weights is None else weights
         h, d_k, d_v = self.n_heads, self.d_k, self.d_v
-        q, k, v = F.linear(x, w, b).split([h * d_k, h * d_k, h * d_v], -1)
+        q, k, v = linear(x, w, b, key=(self, "qkv")).split([h * d_k, h * d_k, h * d_v], -1)
         q, k, v = self.split(q, d_k), self.split(k, d_k), self.split(v, d_v)
         if self.rotary is not None: q, k = self.rotary(q, offset), self.rotary(k, offset)
         return q, k, v

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from .model import Transformer, TransformerConfig, DecoderCache, load_model, evaluating
+from .attention import packed_weights
 from .tokenizer import Tokenizer, PAD_ID, EOS_ID, check_fits
 from .runtime import say
 
@@ -25,14 +26,18 @@ __all__ = ['CONVENTIONS', 'SEARCHES', 'IncrementalDecoder', 'UncachedDecoder', '
 # %% ../nbs/10_decoding.ipynb #85ace6e8
 class IncrementalDecoder:
     "The decoder of `model` run one position at a time, on `k` rows (beams) per source sentence; the encoder runs once."
+    pack = True   # multiply by packed weights (`packed_weights`) where that is faster: float32 inference on a CPU
+
     def __init__(self,
                  model: Transformer,  # an encoder-decoder Transformer (in eval mode)
                  src: Tensor,  # `[B, S]` source ids, PAD-padded
                  k: int = 1,  # rows per sentence, the beam size (the cache's beams share their sentence's memory: no copy here)
                  max_steps: int = 256):  # most positions that will be decoded
-        self.model = model
+        self.model, self.k = model, k
+        self.packed = {} if self.pack else None    # this translation's packed weights, made at their first use
+        self.shared = False                        # the cache holds one row per sentence for its k alike rows
         self.mask = model.src_mask(src)
-        self.memory = model.encode(src, self.mask)
+        with packed_weights(self.packed): self.memory = model.encode(src, self.mask)
         self.cache = DecoderCache(len(model.decoder.layers), max_steps)
 
     def log_probs(self, h: Tensor) -> Tensor:
@@ -44,22 +49,28 @@ class IncrementalDecoder:
              y: Tensor,  # `[N, t+1]` every row's tokens so far, BOS first
              ) -> Tensor:
         "Log-probabilities `[N, V]` of the next token of every row."
+        if len(self.cache) == 0: self.shared = self.k > 1 and torch.equal(y, y[::self.k].repeat_interleave(self.k, 0))
+        elif self.shared: self.reorder(torch.arange(y.size(0), device=y.device))  # no reorder came: every row its own copy
         new = y[:, len(self.cache):]                                   # the positions not yet in the cache
-        h = self.model.decode(new, self.memory, self.mask, self.cache)[:, -1]
-        self.memory = None                                            # projected into the cache: no longer needed
-        return self.log_probs(h)
+        with packed_weights(self.packed):
+            h = self.model.decode(new[::self.k] if self.shared else new, self.memory, self.mask, self.cache)[:, -1]
+            self.memory = None                                        # projected into the cache: no longer needed
+            logp = self.log_probs(h)
+        return logp.repeat_interleave(self.k, 0) if self.shared else logp
 
     def reorder(self,
                 rows: Tensor,  # new row r continues old row rows[r] (beams of kept sentences, in order)
                 sentences: Tensor | None = None,  # the sentences still decoding, if some just finished
                 ):
         "Reorder the rows (beam search) and drop the finished sentences."
+        if self.shared: rows, self.shared = rows // self.k, False     # one row per sentence so far: row r is its row r // k
         self.cache.reorder(rows, sentences)
         if sentences is not None and self.mask is not None: self.mask = self.mask.index_select(0, sentences)
 
 # %% ../nbs/10_decoding.ipynb #2a073864
 class UncachedDecoder(IncrementalDecoder):
-    "The definition, for checks: the whole prefix through the whole decoder at every step, no cache (slow)."
+    "The definition, for checks: the whole prefix through the whole decoder at every step, no cache, plain `F.linear` (slow)."
+    pack = False
     def __init__(self, model: Transformer, src: Tensor, k: int = 1, max_steps: int = 256):
         super().__init__(model, src, k, max_steps)
         self.memory = self.memory.repeat_interleave(k, 0)                # one copy of the memory per row

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Callable
 import torch
 from torch import nn, Tensor
+from .attention import Linear
 
 # %% auto #0
 __all__ = ['ACTIVATIONS', 'POSITIONAL', 'PositionwiseFeedForward', 'Embeddings', 'check_token_ids', 'sinusoidal_encoding',
@@ -27,7 +28,7 @@ class PositionwiseFeedForward(nn.Module):
                  activation: str = "relu"):  # 'relu' (eq. 2) or 'swish' (x·σ(x); not in the paper)
         super().__init__()
         if activation not in ACTIVATIONS: raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
-        self.w_1, self.w_2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.w_1, self.w_2 = Linear(d_model, d_ff), Linear(d_ff, d_model)
         self.dropout, self.activation = nn.Dropout(dropout), activation
 
     def forward(self, x: Tensor) -> Tensor:

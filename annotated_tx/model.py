@@ -10,9 +10,8 @@ import contextlib, json
 from dataclasses import dataclass, asdict, fields
 from pathlib import Path
 import torch
-import torch.nn.functional as F
 from torch import nn, Tensor
-from .attention import MultiHeadAttention, KVCache, padding_mask
+from .attention import MultiHeadAttention, KVCache, padding_mask, linear
 from .layers import ACTIVATIONS, POSITIONAL, PositionwiseFeedForward, Embeddings
 
 # %% auto #0
@@ -226,7 +225,7 @@ class ModelBase(nn.Module):
     def logits(self, h: Tensor) -> Tensor:
         "Pre-softmax projection of the final states (the tied embedding matrix, §3.4), plus the logits bias if there is one."
         w = self.output_embedding().weight if self.out_proj is None else self.out_proj.weight
-        return F.linear(h, w, getattr(self, "logits_bias", None))      # a model without the option has no bias
+        return linear(h, w, getattr(self, "logits_bias", None), key=(self, "logits"))   # a model without the option has no bias
 
     def init_weights(self):
         "Xavier-uniform for every matrix, token embeddings from N(0, 1/d_model) unless `emb_init='xavier'`; biases and LayerNorm as PyTorch's."
