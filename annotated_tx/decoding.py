@@ -348,8 +348,11 @@ class Translator:
             if not found: raise FileNotFoundError(f"no model_avg.safetensors or model.safetensors in the directory {path}")
             path = found[0]
         model = load_model(path, device)                                    # first: a missing model is named as such
-        if not isinstance(tokenizer, Tokenizer): tokenizer = Tokenizer.load(tokenizer or path.parent / "tokenizer.model")
-        return cls(model, tokenizer)
+        if isinstance(tokenizer, Tokenizer): return cls(model, tokenizer)
+        tok_path = Path(tokenizer or path.parent / "tokenizer.model")
+        tokenizer = Tokenizer.load(tok_path)
+        try: return cls(model, tokenizer)
+        except ValueError as e: raise ValueError(f"{tok_path} does not fit {path}: {e}") from None
 
     def encode(self, lines: Sequence[str], too_long: str = "truncate") -> dict[int, list[int]]:
         "Source ids of each non-empty line (EOS appended), by line index; a line too long is truncated with a warning, or refused."
