@@ -6,11 +6,13 @@ Docs: https://annotated-tx.github.io/annotated_tx/speed.html.md"""
 
 # %% ../nbs/19_speed.ipynb #e5bb50ac
 from __future__ import annotations
-import math, statistics, sys, time
+import copy, math, statistics, sys, time, warnings
+from functools import partial
 from typing import Callable
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
+from .attention import MultiHeadAttention
 from .layers import sinusoidal_encoding
 from .model import Transformer, TransformerConfig, get_config, count_parameters
 from .runtime import torch_threads
@@ -22,7 +24,7 @@ from .decoding import DecodeConfig, greedy_decode, beam_search
 
 # %% auto #0
 __all__ = ['PRECISIONS', 'CONTENDERS', 'timing_host', 'TorchTransformerMT', 'synthetic_batches', 'matmul_shapes', 'train_flops',
-           'matmul_ceiling', 'bench_train', 'bench_sources', 'bench_decode']
+           'matmul_ceiling', 'bench_train', 'bench_sources', 'bench_decode', 'bench_translate', 'dynamic_int8']
 
 # %% ../nbs/19_speed.ipynb #8579f3c8
 def timing_host(
@@ -301,3 +303,97 @@ def bench_decode(
     for name, out in greedy.items():                                      # the same weights: the same greedy tokens?
         if name != "ours greedy": print(f"{name}: {(out == greedy['ours greedy']).all(1).sum()} of {n_sentences} greedy outputs identical to ours")
     return tps
+
+# %% ../nbs/19_speed.ipynb #d431f83e
+def bench_translate(
+    engines: dict[str, Callable[[list[str]], list[str]]],  # name -> source lines to translations, text to text; a name ends in its search ('greedy', 'beam-4')
+    sources: list[str],  # the sentences to translate
+    references: list[str],  # a reference translation of each, for BLEU
+    repetitions: int = 3,  # timed repetitions: each engine once per repetition, in a rotating order
+    anchor: str = "CTranslate2 float32",  # the engine (less its search) that speeds are compared with
+    same_as: str = "ours float32",  # the engine (less its search) whose outputs the others' are compared with, line by line
+    header: str = "",  # a first line: what was translated, and where
+    warm_up: int = 64,  # sentences each engine translates once before the timed repetitions
+) -> dict:
+    "Translate `sources` with each engine, interleaved; print seconds, sentences/s, sacreBLEU, lines identical to `same_as`, speed against `anchor`."
+    from annotated_tx.evaluation import corpus_bleu
+    if repetitions < 1: raise ValueError(f"repetitions must be at least 1, got {repetitions}")
+    for f in engines.values(): f(sources[:warm_up])                        # first calls: allocations, kernels chosen
+    names, secs, outputs = list(engines), {name: [] for name in engines}, {}
+    for r in range(repetitions):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            t0 = time.perf_counter(); outputs[name] = engines[name](sources); secs[name].append(time.perf_counter() - t0)
+    res = {}
+    for name in names:
+        search, base = name.split()[-1], name.rsplit(" ", 1)[0]
+        ref, same = f"{anchor} {search}", outputs.get(f"{same_as} {search}")
+        ratios = [a / s for s, a in zip(secs[name], secs[ref])] if ref in secs and ref != name else []
+        res[name] = {"seconds": secs[name], "bleu": corpus_bleu(outputs[name], references).score, "ratios": ratios,
+                     "ratio": statistics.median(ratios) if ratios else None, "lines": len(sources),
+                     "identical": None if same is None or base == same_as else sum(a == b for a, b in zip(outputs[name], same))}
+    _print_translate(res, header, anchor, same_as)
+    return res
+
+def _print_translate(
+    res: dict,  # `bench_translate`'s results, by engine
+    header: str,  # the first line ('': none)
+    anchor: str,  # the engine the speeds are compared with
+    same_as: str,  # the engine the outputs are compared with
+) -> None:
+    "`bench_translate`'s table."
+    if header: print(header)
+    print(f"{'engine':30} {'s':>6} {'sent/s':>7} {'BLEU':>6} {'same as ' + same_as:>20}   speed / {anchor}: per repetition; median")
+    for name, r in res.items():
+        s = statistics.median(r["seconds"])
+        same = "" if r["identical"] is None else f"{r['identical']}/{r['lines']}"
+        ratio = "" if r["ratio"] is None else " ".join(f"{x:.2f}" for x in r["ratios"]) + f"; {r['ratio']:.2f}x"
+        print(f"{name:30} {s:6.2f} {r['lines'] / s:7.0f} {r['bleu']:6.2f} {same:>20}   {ratio}")
+
+
+# %% ../nbs/19_speed.ipynb #cdd3df91
+def _int8_linear(
+    weight: Tensor,  # `[out, in]` float weights
+    bias: Tensor | None,  # `[out]` or None
+) -> nn.Module:
+    "torch's dynamically quantized `Linear` for x·Wᵀ + b: int8 weights with a scale per row, activations quantized at each call."
+    from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
+    from torch.ao.quantization import per_channel_dynamic_qconfig
+    plain = nn.Linear(weight.size(1), weight.size(0), bias=bias is not None)
+    with torch.no_grad():
+        plain.weight.copy_(weight)
+        if bias is not None: plain.bias.copy_(bias)
+    plain.qconfig = per_channel_dynamic_qconfig
+    with warnings.catch_warnings():                 # torch's deprecation notices, once per matrix (the chapter quotes them)
+        warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))
+        return DynamicLinear.from_float(plain)
+
+def _int8_qkv(
+    attn: MultiHeadAttention,  # a self-attention that `dynamic_int8` gave a `qkv_int8`
+    x: Tensor,  # `[N, L, d_model]` its input
+    offset: int = 0,  # the position of its first row (RoPE rotates there)
+    weights=None,  # `project_qkv`'s stacked float weights: not used
+) -> tuple[Tensor, Tensor, Tensor]:
+    "`MultiHeadAttention.project_qkv` by the int8 product with the stacked W^Q, W^K, W^V that `dynamic_int8` put in `attn.qkv_int8`."
+    h, d_k, d_v = attn.n_heads, attn.d_k, attn.d_v
+    q, k, v = (attn.split(t, d) for t, d in zip(attn.qkv_int8(x).split([h * d_k, h * d_k, h * d_v], -1), (d_k, d_k, d_v)))
+    if attn.rotary is not None: q, k = attn.rotary(q, offset), attn.rotary(k, offset)
+    return q, k, v
+
+def dynamic_int8(
+    model: Transformer,  # a model (left as it is)
+) -> Transformer:
+    "A copy of `model` whose every product with a weight matrix runs in int8 (torch's dynamic quantization): linear layers, fused Q·K·V, vocabulary projection."
+    q = copy.deepcopy(model).eval()
+    for name, m in q.named_modules():
+        if isinstance(m, MultiHeadAttention) and name.endswith("self_attn"):   # self-attention's one product for Q, K, V (`project_qkv`)
+            m.qkv_int8 = _int8_linear(*m.qkv_weights())
+            object.__setattr__(m, "project_qkv", partial(_int8_qkv, m))      # instance attributes: the class's methods stay as they are
+            object.__setattr__(m, "qkv_weights", lambda: (None, None))
+    for m in list(q.modules()):
+        for name, child in list(m.named_children()):
+            if isinstance(child, nn.Linear): setattr(m, name, _int8_linear(child.weight, child.bias))
+    w = q.output_embedding().weight if q.out_proj is None else q.out_proj.weight
+    q.logits_int8 = _int8_linear(w, getattr(q, "logits_bias", None))   # the tied projection: an int8 copy of the embedding matrix
+    object.__setattr__(q, "logits", q.logits_int8)
+    return q
+

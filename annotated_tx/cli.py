@@ -4,7 +4,7 @@
 
 # %% ../nbs/90_cli.ipynb #d16d6931
 from __future__ import annotations
-import argparse, json, sys
+import argparse, json, sys, time
 from pathlib import Path
 
 # %% auto #0
@@ -12,8 +12,9 @@ __all__ = ['BAD_INPUT', 'EXIT', 'COMMANDS', 'LAYERS', 'UsageError', 'Parser', 'o
            'existing_dir', 'train_parser', 'overrides_from_args', 'recipe_from_args', 'copy_preset_main', 'train_main',
            'evaluate_parser', 'evaluate_recipe', 'evaluate_main', 'translate_parser', 'translate_main', 'export_parser',
            'export_main', 'score_main', 'average_main', 'vocab_main', 'download_main', 'bench_train_parser',
-           'print_bench_train', 'bench_train_main', 'bench_decode_main', 'exercises_init_main', 'exercises_check_main',
-           'info_main', 'usage', 'main', 'package_imports', 'layer_violations']
+           'print_bench_train', 'bench_train_main', 'bench_decode_main', 'bench_translate_parser',
+           'bench_translate_main', 'exercises_init_main', 'exercises_check_main', 'info_main', 'usage', 'main',
+           'package_imports', 'layer_violations']
 
 # %% ../nbs/90_cli.ipynb #651aca94
 class UsageError(ValueError):
@@ -199,8 +200,11 @@ def translate_parser() -> Parser:
     ap.add_argument("--device", default="auto", help="'cpu', 'cuda', ... (default: cuda if available)")
     ap.add_argument("--engine", choices=["torch", "ct2"], default="torch", help="the book's decoders (default) or CTranslate2")
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: the engine's choice)")
-    ap.add_argument("--compute-type", default="default", help="CTranslate2 only: default (as exported), float32, int8, ...")
+    ap.add_argument("--compute-type", default="default", help="CTranslate2: default (as exported), float32, int8, ...; "
+                    "the torch engine: default (float32) or int8 (torch's dynamic quantization, CPU only)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
+    ap.add_argument("--verbose", action="store_true", help="at the end, the throughput on stderr: sentences/s, tokens/s, the engine, "
+                    "its precision and threads, the host")
     return ap
 
 def translate_main(argv: list[str] | None = None) -> int:
@@ -208,16 +212,19 @@ def translate_main(argv: list[str] | None = None) -> int:
     a = translate_parser().parse_args(argv)
     from annotated_tx.data import read_lines
     from annotated_tx.decoding import DecodeConfig
-    from annotated_tx.interop import engine_convention, load_translator
+    from annotated_tx.interop import engine_convention, load_translator, throughput
     cfg = DecodeConfig.for_beam(a.beam, n_best=a.n_best, alpha=a.alpha, convention=a.length_penalty or engine_convention(a.engine),
                                 max_len_a=a.max_len_a, max_len_b=a.max_len_b)
     translator = load_translator(a.model, a.tokenizer, a.device, a.engine, a.threads, a.compute_type)
+    t0 = time.perf_counter()
     hyps = translator.translate(read_lines(a.input), cfg, batch_tokens=a.batch_tokens, too_long=a.too_long,
                                 progress=a.input != "-" and not a.quiet)
+    seconds = time.perf_counter() - t0
     if a.n_best == 1: text = "".join(h[0].text + "\n" for h in hyps)
     else: text = "".join(f"{i} ||| {h.text} ||| {h.score:.4f}\n" for i, hs in enumerate(hyps) for h in hs)
     if a.output == "-": sys.stdout.write(text); sys.stdout.flush()
     else: Path(a.output).write_text(text, encoding="utf-8")
+    if a.verbose: print(f"annotated-tx translate: {throughput(translator, hyps, seconds)}", file=sys.stderr)
     return 0
 
 def export_parser() -> Parser:
@@ -392,6 +399,47 @@ def bench_decode_main(argv: list[str] | None = None) -> int:
         bench_decode(a.config, a.sentences, (a.min_src_len, a.max_src_len), a.new_tokens, a.beam, a.rounds,
                      peers=peers, device=a.device, seed=a.seed)
     return 0
+def bench_translate_parser() -> Parser:
+    "The options of `annotated-tx bench translate`."
+    p = Parser(prog="annotated-tx bench translate", description=bench_translate_main.__doc__)
+    p.add_argument("-m", "--model", required=True, help="a run directory of the book's (or a model file with tokenizer.model beside it)")
+    p.add_argument("--ct2", default=None, help="its CTranslate2 export, float32 (default: exported now into a temporary "
+                   "directory, as annotated-tx export --to ct2 does)")
+    p.add_argument("--threads", type=int, nargs="+", default=[1], help="CPU threads of every engine; several: one table each (default: 1)")
+    p.add_argument("--repetitions", type=int, default=3, help="timed repetitions, the engines interleaved in each (default: 3)")
+    p.add_argument("--beam", type=int, default=4, help="beam size of the beam-search engines (default: 4)")
+    p.add_argument("--alpha", type=float, default=0.6, help="their length penalty α, |Y|^α for both engines (default: 0.6)")
+    p.add_argument("--int8", action="store_true", help="also int8: torch's dynamic quantization of ours, and CTranslate2's int8")
+    p.add_argument("--corpus", default=None, help="corpus (default: the run's recipe's, else multi30k)")
+    p.add_argument("--split", default=None, help="split (default: the run's test split, else the corpus's)")
+    p.add_argument("--src", default=None, help="source language (default: the run's, else the corpus's)")
+    p.add_argument("--tgt", default=None, help="target language (default: the run's, else the corpus's)")
+    p.add_argument("--sentences", type=int, default=0, help="translate only the first N sentences (default: 0, all)")
+    p.add_argument("--data-dir", type=existing_dir, default=None, help="directory containing the corpus (default: $ANNOTATED_TX_DATA, then the cache)")
+    p.add_argument("--no-download", action="store_true", help="never download data; fail if it is not found")
+    p.add_argument("--json", default=None, help="also write the results to this JSON file")
+    return p
+
+def bench_translate_main(argv: list[str] | None = None) -> int:
+    "`annotated-tx bench translate`: a trained model's test set, text to text, by translate and by translate --engine ct2 on its export: time and BLEU."
+    import tempfile
+    from annotated_tx.benchmarks import bench_translate, timing_host
+    from annotated_tx.interop import export_model, run_test_pairs, translation_engines
+    a = bench_translate_parser().parse_args(argv)
+    if min(a.threads) < 1: raise UsageError(f"--threads must be at least 1, got {min(a.threads)}")
+    results = {}
+    with tempfile.TemporaryDirectory() as d:
+        ct2 = a.ct2 or export_model(a.model, Path(d) / "ct2", to="ct2")         # what `annotated-tx export --to ct2` writes
+        name, pairs = run_test_pairs(a.model, a.corpus, a.split, a.src, a.tgt, a.data_dir, not a.no_download)
+        pairs = pairs[:a.sentences or None]
+        for n in a.threads:
+            engines = translation_engines(a.model, ct2, n, a.beam, a.alpha, int8=a.int8)
+            head = (f"{len(pairs):,} sentences of {name}, text to text, {timing_host('cpu', n, None)}; float32 unless int8 is named; "
+                    f"{a.repetitions} repetitions, interleaved")
+            results[n] = bench_translate(engines, [s for s, _ in pairs], [t for _, t in pairs], a.repetitions, header=head)
+    if a.json: Path(a.json).write_text(json.dumps(results, indent=1))
+    return 0
+
 
 # %% ../nbs/90_cli.ipynb #6ec7c305
 def exercises_init_main(argv: list[str] | None = None) -> int:
@@ -455,6 +503,7 @@ COMMANDS = {  # command: (its function, one line of help)
     "download": (download_main, "download and verify Multi30k into the cache (or a directory)"),
     "bench train": (bench_train_main, "training throughput: ours vs torch.nn.Transformer"),
     "bench decode": (bench_decode_main, "decoding speed: ours vs HuggingFace Marian and CTranslate2"),
+    "bench translate": (bench_translate_main, "a trained model's test set, text to text: translate vs CTranslate2, time and BLEU"),
     "exercises init": (exercises_init_main, "write DIR/exercises.py: the book's twelve exercises as stubs (never overwrites)"),
     "exercises check": (exercises_check_main, "grade DIR/exercises.py against the book, then train the copy task with it"),
     "info": (info_main, "versions, device, and the model configurations with their sizes"),

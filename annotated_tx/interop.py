@@ -6,7 +6,7 @@ Docs: https://annotated-tx.github.io/annotated_tx/real_models.html.md"""
 
 # %% ../nbs/20_real_models.ipynb #2a8a1482
 from __future__ import annotations
-import json, math, shutil
+import json, math, os, shutil
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Sequence
@@ -15,13 +15,14 @@ from torch import Tensor
 from .model import Transformer, TransformerConfig
 from .runtime import resolve_device
 from .tokenizer import Tokenizer, check_fits
-from .decoding import DecodeConfig, Translator, max_output_lengths
+from .decoding import DecodeConfig, Hypothesis, Translator, max_output_lengths
 
 # %% auto #0
 __all__ = ['MARIAN_ACTIVATIONS', 'marian_permutation', 'parameter_map', 'marian_names', 'marian_refusals', 'export_refusals',
            'MarianVocab', 'from_marian_model', 'from_marian', 'marian_config', 'to_marian_model', 'to_marian',
            'load_tokenizer', 'is_marian', 'vocabularies', 'ct2_spec', 'to_ctranslate2', 'CT2Translator', 'decode_peers',
-           'load_translator', 'engine_convention', 'export_model']
+           'load_translator', 'engine_convention', 'export_model', 'translation_engines', 'run_test_pairs',
+           'throughput']
 
 # %% ../nbs/20_real_models.ipynb #bc4a146b
 def marian_permutation(
@@ -426,7 +427,7 @@ class CT2Translator(Translator):
     def __init__(self,
                  path: str | Path,  # a directory written by `to_ctranslate2` (or `annotated-tx export --to ct2`)
                  device: str = "cpu",  # 'cpu' or 'cuda'
-                 threads: int | None = None,  # CPU threads of one translation (default: CTranslate2's choice)
+                 threads: int | None = None,  # CPU threads of one translation (default: CTranslate2's 4, at most the cores there are)
                  compute_type: str = "default"):  # 'default' (as saved), 'float32', 'int8', ... (converted when loaded)
         ct2, path = _ctranslate2(), Path(path)
         if not (path / "model.bin").is_file():
@@ -434,7 +435,8 @@ class CT2Translator(Translator):
         if not (path / "annotated_tx.json").is_file(): raise FileNotFoundError(f"no annotated_tx.json in {path}: not written by to_ctranslate2")
         self.config = TransformerConfig.from_dict(json.loads((path / "annotated_tx.json").read_text())["config"])
         self.tokenizer, self.device = load_tokenizer(path), torch.device("cpu")
-        self.ct2 = ct2.Translator(str(path), device=device, compute_type=compute_type, intra_threads=threads or 0)
+        self.threads = threads or min(4, len(os.sched_getaffinity(0)))                # CTranslate2's 4, but no more than the cores
+        self.ct2 = ct2.Translator(str(path), device=device, compute_type=compute_type, intra_threads=self.threads)
         self.src_pieces, tgt_pieces = vocabularies(self.tokenizer)
         self.tgt_ids = {p: i for i, p in enumerate(tgt_pieces)}
         c = self.config
@@ -512,7 +514,7 @@ def load_translator(
     device: str = "auto",  # 'auto' (cuda if available), 'cpu', 'cuda'
     engine: str = "torch",  # 'torch' (the book's decoders) or 'ct2' (CTranslate2)
     threads: int | None = None,  # CPU threads (default: the engine's choice)
-    compute_type: str = "default",  # CTranslate2 only: 'default' (as saved), 'float32', 'int8', ...
+    compute_type: str = "default",  # CTranslate2: 'default' (as saved), 'float32', 'int8', ...; torch: 'default' (float32) or 'int8' (CPU)
 ) -> Translator:
     "A `Translator` for any model this library reads, on the engine asked for."
     path = Path(model)
@@ -520,9 +522,23 @@ def load_translator(
         if tokenizer: raise ValueError("a CTranslate2 directory written by `annotated-tx export` holds its tokenizer: no --tokenizer")
         return CT2Translator(path, "cpu" if device == "auto" else device, threads, compute_type)
     if engine != "torch": raise ValueError(f"engine must be 'torch' or 'ct2', got {engine!r}")
-    if compute_type != "default": raise ValueError(f"compute_type={compute_type!r} is a CTranslate2 setting: use engine 'ct2'")
+    if compute_type not in ("default", "float32", "int8"):
+        raise ValueError(f"compute_type={compute_type!r} is a CTranslate2 setting: use engine 'ct2' (the torch engine has float32 and int8)")
     if threads: torch.set_num_threads(threads)
     dev = resolve_device() if device == "auto" else torch.device(device)
+    if compute_type == "int8" and dev.type != "cpu": raise ValueError(f"compute_type='int8' runs on the CPU only, not {dev.type}")
+    t = _book_translator(model, path, tokenizer, dev)
+    if compute_type != "int8": return t
+    from annotated_tx.benchmarks import dynamic_int8          # torch's dynamic quantization, measured in the speed chapter
+    return Translator(dynamic_int8(t.model), t.tokenizer)
+
+def _book_translator(
+    model: str | Path,  # as for `load_translator`
+    path: Path,  # the same, as a path
+    tokenizer: str | Path | None,  # as for `load_translator`
+    dev: torch.device,  # where to run
+) -> Translator:
+    "The torch engine's `Translator` for a run directory, a model file or a Marian model."
     if (path / "model.bin").is_file(): raise ValueError(f"{path} is a CTranslate2 model: use engine 'ct2' (--engine ct2)")
     if is_marian(model):
         if tokenizer: raise ValueError("a Marian model brings its tokenizer: no --tokenizer")
@@ -554,3 +570,63 @@ def export_model(
     if to == "ct2": return to_ctranslate2(t.model, t.tokenizer, out, quantization, force=True)
     if out.exists(): shutil.rmtree(out)
     return to_marian(t.model, t.tokenizer, out)
+
+# %% ../nbs/20_real_models.ipynb #4fedcd84
+def translation_engines(
+    model: str | Path,  # the book's model: a run directory or a model file (with its tokenizer.model beside it)
+    ct2_dir: str | Path,  # its CTranslate2 export, float32 (`to_ctranslate2`, `annotated-tx export --to ct2`)
+    threads: int = 1,  # CPU threads of every engine
+    beam: int = 4,  # the beam size of the beam-search engines
+    alpha: float = 0.6,  # their length penalty α (|Y|^α, the one convention CTranslate2 has, for both engines)
+    int8: bool = False,  # add the int8 engines: ours under torch's dynamic quantization (`dynamic_int8`), CTranslate2's int8
+) -> dict:
+    "Name -> lines-to-translations function for `bench_translate`: the book's `Translator` and `CT2Translator`, greedy and beam, float32 (and int8)."
+    from annotated_tx.benchmarks import dynamic_int8
+    from annotated_tx.runtime import torch_threads
+    with torch_threads(threads): ours = load_translator(model, device="cpu")
+    engines = {"ours float32": ours, "CTranslate2 float32": CT2Translator(ct2_dir, "cpu", threads, "float32")}
+    if int8: engines.update({"ours int8": Translator(dynamic_int8(ours.model), ours.tokenizer),
+                             "CTranslate2 int8": CT2Translator(ct2_dir, "cpu", threads, "int8")})
+    searches = {"greedy": DecodeConfig(search="greedy"), f"beam-{beam}": DecodeConfig(beam=beam, alpha=alpha, convention="hf")}
+    def text_to_text(t: Translator, cfg: DecodeConfig):
+        def run(lines: list[str]) -> list[str]:
+            with torch_threads(threads): return [h[0].text for h in t.translate(lines, cfg)]
+        return run
+    return {f"{name} {s}": text_to_text(t, cfg) for name, t in engines.items() for s, cfg in searches.items()}
+
+def run_test_pairs(
+    model: str | Path,  # a run directory (its recipe.json names the corpus, the direction and the test split) or a model file in one
+    corpus: str | None = None,  # default: the run's, else multi30k
+    split: str | None = None,  # default: the run's test split, else the corpus's
+    src: str | None = None,  # source language (default: the run's, else the corpus's)
+    tgt: str | None = None,  # target language (default: the run's, else the corpus's)
+    data_dir: str | Path | None = None,  # directory containing the corpus (default: $ANNOTATED_TX_DATA, then the cache)
+    download: bool = True,  # may download into the cache
+) -> tuple[str, list[tuple[str, str]]]:
+    "What a model is tested on, named ('multi30k test_2016_flickr de->en'), and its (source, reference) pairs: its run's recipe unless told."
+    from annotated_tx.data import get_corpus
+    path = Path(model)
+    recipe = path / "recipe.json" if path.is_dir() else path.parent / "recipe.json"
+    r = json.loads(recipe.read_text()) if recipe.is_file() else {}
+    c = get_corpus(corpus or r.get("corpus", "multi30k"))
+    split, src, tgt = split or r.get("test_split") or c.test_split, src or r.get("src_lang"), tgt or r.get("tgt_lang")
+    pairs = c.load(split, src, tgt, data_dir, download)
+    return f"{c.name} {split} {src or c.direction[0]}->{tgt or c.direction[1]}", pairs
+
+def throughput(
+    translator: Translator,  # the translator that ran
+    hyps: list[list[Hypothesis]],  # what its `translate` returned
+    seconds: float,  # how long that took, text to text
+) -> str:
+    "One line: sentences/s and output tokens/s of a translation, the engine, its precision and threads, the host in short."
+    from annotated_tx.benchmarks import timing_host
+    lines, tokens = sum(bool(h[0].tokens) for h in hyps), sum(len(h[0].tokens) for h in hyps)
+    if isinstance(translator, CT2Translator): engine, threads, precision = "CTranslate2", translator.threads, translator.ct2.compute_type
+    else:
+        quantized = any(type(m).__module__.startswith("torch.ao.nn.quantized") for m in translator.model.modules())   # `dynamic_int8`'s
+        engine, threads = "torch (the book's decoders)", torch.get_num_threads()
+        precision = "int8 (dynamic quantization)" if quantized else str(next(translator.model.parameters()).dtype)[6:]
+    host = timing_host(translator.device, threads, None)
+    return (f"{lines:,} sentences, {tokens:,} output tokens (EOS included) in {seconds:.2f} s: {lines / seconds:,.1f} sentences/s, "
+            f"{tokens / seconds:,.0f} tokens/s; engine {engine}, {precision}, on {host}")
+
