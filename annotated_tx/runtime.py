@@ -11,8 +11,8 @@ from pathlib import Path
 import torch
 
 # %% auto #0
-__all__ = ['say', 'torch_threads', 'dist_env', 'resolve_device', 'Precision', 'choose_precision', 'native_bf16', 'autocast_for',
-           'cpu_name', 'host_info', 'describe_host', 'retain_freed_memory']
+__all__ = ['ONEDNN_CACHE', 'say', 'torch_threads', 'dist_env', 'resolve_device', 'Precision', 'choose_precision', 'native_bf16',
+           'autocast_for', 'cpu_name', 'host_info', 'describe_host', 'retain_freed_memory']
 
 # %% ../nbs/00_runtime.ipynb #2a824e6d
 def say(
@@ -119,9 +119,14 @@ def describe_host(info: dict) -> str:
 
 # %% ../nbs/00_runtime.ipynb #e62736e0
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4              # glibc's mallopt parameters (malloc.h)
+ONEDNN_CACHE = 128  # compiled products oneDNN keeps under CPU autocast: the new ones of four to six updates (chapter 09)
 
-def retain_freed_memory() -> bool:
-    "Make glibc's malloc keep freed memory for reuse (no per-block mappings, no trimming); True where it took effect."
+def retain_freed_memory(
+    precision: Precision | None = None,  # what the run computes in (`choose_precision`); autocast also bounds oneDNN's caches
+) -> bool:
+    "Make glibc's malloc keep freed memory for reuse (no per-block mappings, no trimming) and, under CPU autocast, bound oneDNN's caches; True where malloc took it."
+    if precision is not None and precision.dtype != torch.float32:   # autocast's products go through oneDNN, whose caches grow per shape
+        for var in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY"): os.environ.setdefault(var, str(ONEDNN_CACHE))
     if not sys.platform.startswith("linux"): return False
     try: libc = ctypes.CDLL("libc.so.6")
     except OSError: return False                       # not glibc (musl, …): nothing to tune

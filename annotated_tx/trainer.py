@@ -331,11 +331,11 @@ def _open_run(
         if device.type == "cuda": torch.cuda.set_device(device)
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
         opened.callback(dist.destroy_process_group)
-    if device.type == "cpu": retain_freed_memory()      # see 'Memory that the kernel need not clear again'
+    precision = choose_precision(device, cfg.amp)
+    if device.type == "cpu": retain_freed_memory(precision)   # see 'Memory that the kernel need not clear again'
     model = model.to(device).train()
     d_model = cfg.d_model or getattr(getattr(model, "config", None), "d_model", None)
     if not d_model: raise ValueError("the learning-rate schedule needs d_model: set TrainConfig.d_model")
-    precision = choose_precision(device, cfg.amp)
     scaler = torch.amp.GradScaler(device.type) if precision.scaled else None
     run = _Session(model, make_optimizer(model, cfg.betas, cfg.adam_eps), cfg, out_dir, rank, world, device, d_model, precision, scaler)
     start = run.resume(resume)
