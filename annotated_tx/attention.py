@@ -13,7 +13,8 @@ from torch import nn, Tensor
 
 # %% auto #0
 __all__ = ['subsequent_mask', 'causal_mask', 'padding_mask', 'attention', 'fast_attention', 'alibi_bias', 'packs',
-           'packed_weights', 'linear', 'Linear', 'MultiHeadAttention', 'KVCache', 'attention_chart']
+           'PackedWeights', 'packed_weights', 'open_store', 'linear', 'Linear', 'MultiHeadAttention', 'KVCache',
+           'attention_chart']
 
 # %% ../nbs/01_attention.ipynb #fa35f1db
 def subsequent_mask(
@@ -102,22 +103,36 @@ def packs(x: Tensor, weight: Tensor) -> bool:
             and torch.backends.mkldnn.is_available() and not torch.is_autocast_enabled("cpu")
             and not torch.compiler.is_compiling())
 
-_PACKED: dict | None = None   # the packed weights of the translation under way, by key; None: plain `F.linear` everywhere
+class PackedWeights(dict):
+    "One translation's weights in oneDNN's blocked layout, by key, each packed at its first use; a subclass packs them otherwise."
+    def pack(self, weight: Tensor, bias: Tensor | None) -> object:
+        "W, rearranged once for oneDNN's float32 kernels."
+        return torch.ops.mkldnn._reorder_linear_weight(weight.detach(), 64)
+
+    def multiply(self, x: Tensor, packed: object, bias: Tensor | None) -> Tensor:
+        "x·Wᵀ + b by the packed W."
+        return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
+
+_PACKED: PackedWeights | None = None   # the packed weights of the translation under way; None: plain `F.linear` everywhere
 
 @contextlib.contextmanager
-def packed_weights(store: dict | None):
+def packed_weights(store: PackedWeights | None):
     "Inside, `linear` (and so `Linear`) multiplies by packed copies of the weights, kept in `store` for the scope (None: plain)."
     global _PACKED
     was, _PACKED = _PACKED, store
     try: yield store
     finally: _PACKED = was
 
+def open_store() -> PackedWeights | None:
+    "The store of the `packed_weights` scope open now (None: none is open)."
+    return _PACKED
+
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, *, key: object = None) -> Tensor:
     "`F.linear(x, weight, bias)`; inside `packed_weights`, by a copy of `weight` packed at its first use and kept under `key`."
     if _PACKED is None or key is None or not packs(x, weight): return F.linear(x, weight, bias)
     packed = _PACKED.get(key)
-    if packed is None: packed = _PACKED[key] = torch.ops.mkldnn._reorder_linear_weight(weight.detach(), 64)
-    return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
+    if packed is None: packed = _PACKED[key] = _PACKED.pack(weight, bias)
+    return _PACKED.multiply(x, packed, bias)
 
 class Linear(nn.Linear):
     "`nn.Linear` (same parameters, same state dict) whose product goes through `linear`: packed inside `packed_weights`."
@@ -208,10 +223,12 @@ class MultiHeadAttention(nn.Module):
                bias: Tensor | None,  # float, broadcastable to `[B, h, L, L_k]`, added to the scores (ALiBi), or None
                step: bool,  # a decoding step: one query per row, no gradients
                ) -> Tensor:
-        "Eq. (1) for every head `[B, h, L, d_v]`: written out when its weights are wanted or for a decoding step, fused elsewhere."
-        # a decoding step's few queries per row leave a fused kernel little to fuse
+        "Eq. (1) for every head `[B, h, L, d_v]`: written out for its weights, a decoding step or a CPU in bf16/float16, fused elsewhere."
+        # a decoding step's few queries per row leave a fused kernel little to fuse; on a CPU below float32 the fused
+        # kernel runs one oneDNN product per sentence and head, about four times the explicit form's time (chapter 09)
         p = self.dropout if self.training else 0.0
-        if not (self.keep_weights or step): return fast_attention(q, k, v, mask, causal, p, bias)
+        slow_fused = q.device.type == "cpu" and q.dtype != torch.float32
+        if not (self.keep_weights or step or slow_fused): return fast_attention(q, k, v, mask, causal, p, bias)
         out, weights = attention(q, k, v, mask, causal, p, bias)
         if self.keep_weights: self.weights = weights
         return out

@@ -6,13 +6,12 @@ Docs: https://annotated-tx.github.io/annotated_tx/speed.html.md"""
 
 # %% ../nbs/19_speed.ipynb #e5bb50ac
 from __future__ import annotations
-import copy, math, statistics, sys, time, warnings
-from functools import partial
+import math, statistics, sys, time, warnings
 from typing import Callable
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
-from .attention import MultiHeadAttention
+from .attention import PackedWeights
 from .layers import sinusoidal_encoding
 from .model import Transformer, TransformerConfig, get_config, count_parameters
 from .runtime import torch_threads
@@ -20,11 +19,12 @@ from .batching import Batch, make_batch
 from .optimization import make_optimizer
 from .trainer import TrainConfig, learning_rate, update_step
 from .runtime import resolve_device, native_bf16, retain_freed_memory, host_info, describe_host
-from .decoding import DecodeConfig, greedy_decode, beam_search
+from .decoding import DecodeConfig, IncrementalDecoder, greedy_decode, beam_search
 
 # %% auto #0
 __all__ = ['PRECISIONS', 'CONTENDERS', 'timing_host', 'TorchTransformerMT', 'synthetic_batches', 'matmul_shapes', 'train_flops',
-           'matmul_ceiling', 'bench_train', 'bench_sources', 'bench_decode', 'bench_translate', 'dynamic_int8']
+           'matmul_ceiling', 'bench_train', 'bench_sources', 'bench_decode', 'bench_translate', 'Int8Weights',
+           'Int8Decoder']
 
 # %% ../nbs/19_speed.ipynb #8579f3c8
 def timing_host(
@@ -351,49 +351,24 @@ def _print_translate(
 
 
 # %% ../nbs/19_speed.ipynb #cdd3df91
-def _int8_linear(
-    weight: Tensor,  # `[out, in]` float weights
-    bias: Tensor | None,  # `[out]` or None
-) -> nn.Module:
-    "torch's dynamically quantized `Linear` for x·Wᵀ + b: int8 weights with a scale per row, activations quantized at each call."
-    from torch.ao.nn.quantized.dynamic import Linear as DynamicLinear
-    from torch.ao.quantization import per_channel_dynamic_qconfig
-    plain = nn.Linear(weight.size(1), weight.size(0), bias=bias is not None)
-    with torch.no_grad():
-        plain.weight.copy_(weight)
-        if bias is not None: plain.bias.copy_(bias)
-    plain.qconfig = per_channel_dynamic_qconfig
-    with warnings.catch_warnings():                 # torch's deprecation notices, once per matrix (the chapter quotes them)
-        warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))
-        return DynamicLinear.from_float(plain)
+class Int8Weights(PackedWeights):
+    "A translation's weights in int8 with a scale per row, for FBGEMM's kernels (PyTorch's dynamic quantization); each product quantizes its input as it goes."
+    def pack(self, weight: Tensor, bias: Tensor | None) -> object:
+        "W quantized per row, symmetrically, as torch's `per_channel_dynamic_qconfig` does, and packed with b."
+        from torch.ao.quantization.observer import PerChannelMinMaxObserver
+        w = weight.detach().float()
+        with warnings.catch_warnings():             # torch's deprecation notices, once per matrix (the chapter quotes them)
+            warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))
+            observer = PerChannelMinMaxObserver(dtype=torch.qint8, qscheme=torch.per_channel_symmetric)
+            observer(w)
+            scale, zero = observer.calculate_qparams()
+            q = torch.quantize_per_channel(w, scale.double(), zero.long(), 0, torch.qint8)
+        return torch.ops.quantized.linear_prepack(q, None if bias is None else bias.detach().float())
 
-def _int8_qkv(
-    attn: MultiHeadAttention,  # a self-attention that `dynamic_int8` gave a `qkv_int8`
-    x: Tensor,  # `[N, L, d_model]` its input
-    offset: int = 0,  # the position of its first row (RoPE rotates there)
-    weights=None,  # `project_qkv`'s stacked float weights: not used
-) -> tuple[Tensor, Tensor, Tensor]:
-    "`MultiHeadAttention.project_qkv` by the int8 product with the stacked W^Q, W^K, W^V that `dynamic_int8` put in `attn.qkv_int8`."
-    h, d_k, d_v = attn.n_heads, attn.d_k, attn.d_v
-    q, k, v = (attn.split(t, d) for t, d in zip(attn.qkv_int8(x).split([h * d_k, h * d_k, h * d_v], -1), (d_k, d_k, d_v)))
-    if attn.rotary is not None: q, k = attn.rotary(q, offset), attn.rotary(k, offset)
-    return q, k, v
+    def multiply(self, x: Tensor, packed: object, bias: Tensor | None) -> Tensor:
+        "x·Wᵀ + b in int8 (b is packed with W), the input quantized on the fly in a reduced range, as torch's dynamic `Linear` does."
+        return torch.ops.quantized.linear_dynamic(x, packed, True)
 
-def dynamic_int8(
-    model: Transformer,  # a model (left as it is)
-) -> Transformer:
-    "A copy of `model` whose every product with a weight matrix runs in int8 (torch's dynamic quantization): linear layers, fused Q·K·V, vocabulary projection."
-    q = copy.deepcopy(model).eval()
-    for name, m in q.named_modules():
-        if isinstance(m, MultiHeadAttention) and name.endswith("self_attn"):   # self-attention's one product for Q, K, V (`project_qkv`)
-            m.qkv_int8 = _int8_linear(*m.qkv_weights())
-            object.__setattr__(m, "project_qkv", partial(_int8_qkv, m))      # instance attributes: the class's methods stay as they are
-            object.__setattr__(m, "qkv_weights", lambda: (None, None))
-    for m in list(q.modules()):
-        for name, child in list(m.named_children()):
-            if isinstance(child, nn.Linear): setattr(m, name, _int8_linear(child.weight, child.bias))
-    w = q.output_embedding().weight if q.out_proj is None else q.out_proj.weight
-    q.logits_int8 = _int8_linear(w, getattr(q, "logits_bias", None))   # the tied projection: an int8 copy of the embedding matrix
-    object.__setattr__(q, "logits", q.logits_int8)
-    return q
-
+class Int8Decoder(IncrementalDecoder):
+    "The book's decoder with every product by a weight matrix in int8 (`Int8Weights`): on a CPU, in float32 models."
+    store = Int8Weights

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from .model import Transformer, TransformerConfig, DecoderCache, load_model, evaluating
-from .attention import packed_weights
+from .attention import PackedWeights, open_store, packed_weights
 from .tokenizer import Tokenizer, PAD_ID, EOS_ID, check_fits
 from .runtime import say
 
@@ -26,7 +26,7 @@ __all__ = ['CONVENTIONS', 'SEARCHES', 'IncrementalDecoder', 'UncachedDecoder', '
 # %% ../nbs/10_decoding.ipynb #85ace6e8
 class IncrementalDecoder:
     "The decoder of `model` run one position at a time, on `k` rows (beams) per source sentence; the encoder runs once."
-    pack = True   # multiply by packed weights (`packed_weights`) where that is faster: float32 inference on a CPU
+    store: type | None = PackedWeights   # how a translation packs its weights (`packed_weights`; float32 inference on a CPU); None: plain
 
     def __init__(self,
                  model: Transformer,  # an encoder-decoder Transformer (in eval mode)
@@ -34,7 +34,9 @@ class IncrementalDecoder:
                  k: int = 1,  # rows per sentence, the beam size (the cache's beams share their sentence's memory: no copy here)
                  max_steps: int = 256):  # most positions that will be decoded
         self.model, self.k = model, k
-        self.packed = {} if self.pack else None    # this translation's packed weights, made at their first use
+        if self.store is None: self.packed = None                    # plain `F.linear`
+        elif type(open_store()) is self.store: self.packed = open_store()   # the caller's (a `Translator` call's, for all its batches)
+        else: self.packed = self.store()                             # this translation's, each weight packed at its first use
         self.shared = False                        # the cache holds one row per sentence for its k alike rows
         self.mask = model.src_mask(src)
         with packed_weights(self.packed): self.memory = model.encode(src, self.mask)
@@ -70,7 +72,7 @@ class IncrementalDecoder:
 # %% ../nbs/10_decoding.ipynb #2a073864
 class UncachedDecoder(IncrementalDecoder):
     "The definition, for checks: the whole prefix through the whole decoder at every step, no cache, plain `F.linear` (slow)."
-    pack = False
+    store = None
     def __init__(self, model: Transformer, src: Tensor, k: int = 1, max_steps: int = 256):
         super().__init__(model, src, k, max_steps)
         self.memory = self.memory.repeat_interleave(k, 0)                # one copy of the memory per row
@@ -310,9 +312,11 @@ def decode(
     model: Transformer,  # the model
     src: Tensor,  # `[B, S]` source ids (each ending in EOS), PAD-padded
     cfg: DecodeConfig,  # the search (`cfg.search`, a key of `SEARCHES`) and its settings
+    *,
+    decoder: type = IncrementalDecoder,  # the step machinery (a subclass computes the same steps otherwise, e.g. in int8)
 ) -> tuple[Tensor, Tensor]:
     "Decode `src` with the search `cfg` names: tokens (EOS included, then PAD) and scores, as that search returns them."
-    return SEARCHES[cfg.search](model, src, cfg)
+    return SEARCHES[cfg.search](model, src, cfg, decoder=decoder)
 
 # %% ../nbs/10_decoding.ipynb #9b2d3eeb
 @dataclass
@@ -329,11 +333,13 @@ class Translator:
     def __init__(self,
                  model: Transformer,  # the model
                  tokenizer,  # its `Tokenizer` (or anything with `encode`, `decode` and `vocab_size`, e.g. an adapter for another format)
-                 device: str | torch.device | None = None):  # where to run (default: where the model is)
+                 device: str | torch.device | None = None,  # where to run (default: where the model is)
+                 *,
+                 decoder: type = IncrementalDecoder):  # the step machinery of every search (`IncrementalDecoder` or a subclass)
         c = self.config = model.config
         check_fits(tokenizer, c)
         self.model = (model if device is None else model.to(device)).eval()
-        self.tokenizer, self.device = tokenizer, next(model.parameters()).device
+        self.tokenizer, self.device, self.decoder = tokenizer, next(model.parameters()).device, decoder
 
     @classmethod
     def load(cls,
@@ -383,7 +389,7 @@ class Translator:
 
     def search(self, src: Tensor, cfg: DecodeConfig) -> tuple[Tensor, Tensor]:
         "Tokens `[B, n, T]` and scores `[B, n]` of the n best hypotheses of each row of `src` `[B, S]`."
-        tokens, scores = decode(self.model, src, cfg)
+        tokens, scores = decode(self.model, src, cfg, decoder=self.decoder)
         return (tokens[:, None], scores[:, None]) if scores.dim() == 1 else (tokens, scores)
 
     def attention(self, src: list[int], outputs: list[list[int]]) -> list[Tensor]:
@@ -429,12 +435,14 @@ class Translator:
         out = [[Hypothesis("", 0.0, 0.0, [])] for _ in lines]
         bar = tqdm(total=len(lines), disable=not progress, unit="line", file=sys.stderr)
         bar.update(len(lines) - len(srcs))                                  # the empty lines are done
-        for idx in self.batches(srcs, batch_tokens):
-            src = torch.full((len(idx), len(srcs[idx[0]])), c.pad_id, dtype=torch.long)
-            for r, i in enumerate(idx): src[r, :len(srcs[i])] = torch.tensor(srcs[i])
-            tokens, scores = self.search(src.to(self.device), cfg)
-            for i, rows, ss in zip(idx, tokens.tolist(), scores.tolist()): out[i] = self.hypotheses(srcs[i], rows, ss, cfg, attention)
-            bar.update(len(idx))
+        store = getattr(self, "decoder", None) and self.decoder.store       # another engine (CTranslate2) has no decoder of ours
+        with packed_weights(store() if store else None):                    # the weights packed once for every batch of the call
+            for idx in self.batches(srcs, batch_tokens):
+                src = torch.full((len(idx), len(srcs[idx[0]])), c.pad_id, dtype=torch.long)
+                for r, i in enumerate(idx): src[r, :len(srcs[i])] = torch.tensor(srcs[i])
+                tokens, scores = self.search(src.to(self.device), cfg)
+                for i, rows, ss in zip(idx, tokens.tolist(), scores.tolist()): out[i] = self.hypotheses(srcs[i], rows, ss, cfg, attention)
+                bar.update(len(idx))
         bar.close()
         return out
 

@@ -529,8 +529,8 @@ def load_translator(
     if compute_type == "int8" and dev.type != "cpu": raise ValueError(f"compute_type='int8' runs on the CPU only, not {dev.type}")
     t = _book_translator(model, path, tokenizer, dev)
     if compute_type != "int8": return t
-    from annotated_tx.benchmarks import dynamic_int8          # torch's dynamic quantization, measured in the speed chapter
-    return Translator(dynamic_int8(t.model), t.tokenizer)
+    from annotated_tx.benchmarks import Int8Decoder          # torch's dynamic quantization, measured in the speed chapter
+    return Translator(t.model, t.tokenizer, decoder=Int8Decoder)
 
 def _book_translator(
     model: str | Path,  # as for `load_translator`
@@ -578,14 +578,14 @@ def translation_engines(
     threads: int = 1,  # CPU threads of every engine
     beam: int = 4,  # the beam size of the beam-search engines
     alpha: float = 0.6,  # their length penalty α (|Y|^α, the one convention CTranslate2 has, for both engines)
-    int8: bool = False,  # add the int8 engines: ours under torch's dynamic quantization (`dynamic_int8`), CTranslate2's int8
+    int8: bool = False,  # add the int8 engines: ours with torch's dynamic quantization (`Int8Decoder`), CTranslate2's int8
 ) -> dict:
     "Name -> lines-to-translations function for `bench_translate`: the book's `Translator` and `CT2Translator`, greedy and beam, float32 (and int8)."
-    from annotated_tx.benchmarks import dynamic_int8
+    from annotated_tx.benchmarks import Int8Decoder
     from annotated_tx.runtime import torch_threads
     with torch_threads(threads): ours = load_translator(model, device="cpu")
     engines = {"ours float32": ours, "CTranslate2 float32": CT2Translator(ct2_dir, "cpu", threads, "float32")}
-    if int8: engines.update({"ours int8": Translator(dynamic_int8(ours.model), ours.tokenizer),
+    if int8: engines.update({"ours int8": Translator(ours.model, ours.tokenizer, decoder=Int8Decoder),
                              "CTranslate2 int8": CT2Translator(ct2_dir, "cpu", threads, "int8")})
     searches = {"greedy": DecodeConfig(search="greedy"), f"beam-{beam}": DecodeConfig(beam=beam, alpha=alpha, convention="hf")}
     def text_to_text(t: Translator, cfg: DecodeConfig):
@@ -619,13 +619,12 @@ def throughput(
     seconds: float,  # how long that took, text to text
 ) -> str:
     "One line: sentences/s and output tokens/s of a translation, the engine, its precision and threads, the host in short."
-    from annotated_tx.benchmarks import timing_host
+    from annotated_tx.benchmarks import Int8Decoder, timing_host
     lines, tokens = sum(bool(h[0].tokens) for h in hyps), sum(len(h[0].tokens) for h in hyps)
     if isinstance(translator, CT2Translator): engine, threads, precision = "CTranslate2", translator.threads, translator.ct2.compute_type
     else:
-        quantized = any(type(m).__module__.startswith("torch.ao.nn.quantized") for m in translator.model.modules())   # `dynamic_int8`'s
         engine, threads = "torch (the book's decoders)", torch.get_num_threads()
-        precision = "int8 (dynamic quantization)" if quantized else str(next(translator.model.parameters()).dtype)[6:]
+        precision = "int8 (dynamic quantization)" if issubclass(translator.decoder, Int8Decoder) else str(next(translator.model.parameters()).dtype)[6:]
     host = timing_host(translator.device, threads, None)
     return (f"{lines:,} sentences, {tokens:,} output tokens (EOS included) in {seconds:.2f} s: {lines / seconds:,.1f} sentences/s, "
             f"{tokens / seconds:,.0f} tokens/s; engine {engine}, {precision}, on {host}")

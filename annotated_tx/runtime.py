@@ -11,8 +11,8 @@ from pathlib import Path
 import torch
 
 # %% auto #0
-__all__ = ['ONEDNN_CACHE', 'say', 'torch_threads', 'dist_env', 'resolve_device', 'Precision', 'choose_precision', 'native_bf16',
-           'autocast_for', 'cpu_name', 'host_info', 'describe_host', 'retain_freed_memory']
+__all__ = ['ONEDNN_CACHE', 'MAPPED_BLOCK', 'say', 'torch_threads', 'dist_env', 'resolve_device', 'Precision', 'choose_precision',
+           'native_bf16', 'autocast_for', 'cpu_name', 'host_info', 'describe_host', 'retain_freed_memory']
 
 # %% ../nbs/00_runtime.ipynb #2a824e6d
 def say(
@@ -118,18 +118,22 @@ def describe_host(info: dict) -> str:
     return f"{where}, {info['threads']} thread{'s' * (info['threads'] != 1)}: {info['precision']}"
 
 # %% ../nbs/00_runtime.ipynb #e62736e0
-_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4              # glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4   # glibc's mallopt parameters (malloc.h)
 ONEDNN_CACHE = 128  # compiled products oneDNN keeps under CPU autocast: the new ones of four to six updates (chapter 09)
+MAPPED_BLOCK = 32 * 2**20  # under CPU autocast, blocks this big or bigger (the logits') are mapped and handed back when freed (chapter 09)
 
 def retain_freed_memory(
-    precision: Precision | None = None,  # what the run computes in (`choose_precision`); autocast also bounds oneDNN's caches
+    precision: Precision | None = None,  # what the run computes in (`choose_precision`); CPU autocast is treated apart
 ) -> bool:
-    "Make glibc's malloc keep freed memory for reuse (no per-block mappings, no trimming) and, under CPU autocast, bound oneDNN's caches; True where malloc took it."
-    if precision is not None and precision.dtype != torch.float32:   # autocast's products go through oneDNN, whose caches grow per shape
+    "Make glibc's malloc keep freed memory for reuse (no trimming; under CPU autocast the largest blocks excepted, and oneDNN's caches bounded); True where malloc took it."
+    autocast = precision is not None and precision.dtype != torch.float32
+    if autocast:                                       # autocast's products go through oneDNN, whose caches grow per shape
         for var in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY"): os.environ.setdefault(var, str(ONEDNN_CACHE))
     if not sys.platform.startswith("linux"): return False
     try: libc = ctypes.CDLL("libc.so.6")
     except OSError: return False                       # not glibc (musl, …): nothing to tune
     mallopt = getattr(libc, "mallopt", None)
     if mallopt is None: return False
+    if autocast:                   # the logits' blocks, bf16 and float32, would fragment kept memory (chapter 09)
+        return bool(mallopt(_M_MMAP_THRESHOLD, MAPPED_BLOCK)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
     return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
