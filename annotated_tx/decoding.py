@@ -435,7 +435,7 @@ class Translator:
         out = [[Hypothesis("", 0.0, 0.0, [])] for _ in lines]
         bar = tqdm(total=len(lines), disable=not progress, unit="line", file=sys.stderr)
         bar.update(len(lines) - len(srcs))                                  # the empty lines are done
-        store = getattr(self, "decoder", None) and self.decoder.store       # another engine (CTranslate2) has no decoder of ours
+        store = self.decoder.store if self.decoder else None                # another engine (CTranslate2) has no decoder of ours
         with packed_weights(store() if store else None):                    # the weights packed once for every batch of the call
             for idx in self.batches(srcs, batch_tokens):
                 src = torch.full((len(idx), len(srcs[idx[0]])), c.pad_id, dtype=torch.long)

@@ -134,6 +134,6 @@ def retain_freed_memory(
     except OSError: return False                       # not glibc (musl, …): nothing to tune
     mallopt = getattr(libc, "mallopt", None)
     if mallopt is None: return False
-    if autocast:                   # the logits' blocks, bf16 and float32, would fragment kept memory (chapter 09)
-        return bool(mallopt(_M_MMAP_THRESHOLD, MAPPED_BLOCK)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
-    return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
+    # under autocast the logits' blocks, bf16 and float32, would fragment kept memory (chapter 09): those are mapped
+    mapped = mallopt(_M_MMAP_THRESHOLD, MAPPED_BLOCK) if autocast else mallopt(_M_MMAP_MAX, 0)
+    return bool(mapped) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
