@@ -62,8 +62,14 @@ def data_env() -> dict:
 
 
 def notebooks(names: list[str]) -> list[Path]:
-    if names: return [Path(n).resolve() for n in names]
-    return sorted(p for p in (ROOT / "nbs").glob("*.ipynb") if not p.name.startswith("_"))
+    "The notebooks named (a path, or a name in nbs/ with or without .ipynb), or all of nbs/; a name that is none of these stops here."
+    if not names: return sorted(p for p in (ROOT / "nbs").glob("*.ipynb") if not p.name.startswith("_"))
+    found = []
+    for n in names:
+        p = next((c.resolve() for c in (Path(n), ROOT / "nbs" / n, ROOT / "nbs" / f"{n}.ipynb") if c.is_file()), None)
+        if p is None: raise SystemExit(f"tasks.py test: no notebook {n!r} (looked for it as a path and in {ROOT / 'nbs'})")
+        found.append(p)
+    return found
 
 
 def _test_one(nb: Path, flags: str, threads: int) -> tuple[Path, bool, float, str]:

@@ -6,15 +6,14 @@ Docs: https://annotated-tx.github.io/annotated_tx/attention.html.md"""
 
 # %% ../nbs/01_attention.ipynb #6a5bd401
 from __future__ import annotations
-import contextlib, math
+import contextlib, math, weakref
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
 
 # %% auto #0
 __all__ = ['subsequent_mask', 'causal_mask', 'padding_mask', 'attention', 'fast_attention', 'alibi_bias', 'packs',
-           'PackedWeights', 'packed_weights', 'open_store', 'linear', 'Linear', 'MultiHeadAttention', 'KVCache',
-           'attention_chart']
+           'PackedWeights', 'packed_weights', 'linear', 'Linear', 'MultiHeadAttention', 'KVCache', 'attention_chart']
 
 # %% ../nbs/01_attention.ipynb #fa35f1db
 def subsequent_mask(
@@ -103,8 +102,22 @@ def packs(x: Tensor, weight: Tensor) -> bool:
             and torch.backends.mkldnn.is_available() and not torch.is_autocast_enabled("cpu")
             and not torch.compiler.is_compiling())
 
+_KEPT = weakref.WeakKeyDictionary()   # model -> {store class: (the parameters' stamp when it was made, the store)}
+
+def _stamp(model: nn.Module) -> list[tuple[int, int]] | None:
+    "Where each parameter's storage is and how often it was written in place (None: not tracked, e.g. inference tensors)."
+    try: return [(p.data_ptr(), p._version) for p in model.parameters()]
+    except RuntimeError: return None
+
 class PackedWeights(dict):
-    "One translation's weights in oneDNN's blocked layout, by key, each packed at its first use; a subclass packs them otherwise."
+    "A model's weights in oneDNN's blocked layout, by key, each packed at its first use; a subclass packs them otherwise."
+    @classmethod
+    def of(cls, model: nn.Module) -> "PackedWeights":
+        "`model`'s store of this kind, kept across translations while its parameters stay the same tensors, unwritten."
+        stamp, kept = _stamp(model), _KEPT.setdefault(model, {})
+        if stamp is None or cls not in kept or kept[cls][0] != stamp: kept[cls] = (stamp, cls())
+        return kept[cls][1]
+
     def pack(self, weight: Tensor, bias: Tensor | None) -> object:
         "W, rearranged once for oneDNN's float32 kernels."
         return torch.ops.mkldnn._reorder_linear_weight(weight.detach(), 64)
@@ -123,12 +136,8 @@ def packed_weights(store: PackedWeights | None):
     try: yield store
     finally: _PACKED = was
 
-def open_store() -> PackedWeights | None:
-    "The store of the `packed_weights` scope open now (None: none is open)."
-    return _PACKED
-
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, *, key: object = None) -> Tensor:
-    "`F.linear(x, weight, bias)`; inside `packed_weights`, by a copy of `weight` packed at its first use and kept under `key`."
+    "`F.linear(x, weight, bias)`; inside `packed_weights`, by a copy of `weight` packed at its first use and kept under `key` (ids: a store holds no module)."
     if _PACKED is None or key is None or not packs(x, weight): return F.linear(x, weight, bias)
     packed = _PACKED.get(key)
     if packed is None: packed = _PACKED[key] = _PACKED.pack(weight, bias)
@@ -136,7 +145,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, *, key: object
 
 class Linear(nn.Linear):
     "`nn.Linear` (same parameters, same state dict) whose product goes through `linear`: packed inside `packed_weights`."
-    def forward(self, x: Tensor) -> Tensor: return linear(x, self.weight, self.bias, key=self)
+    def forward(self, x: Tensor) -> Tensor: return linear(x, self.weight, self.bias, key=id(self))
 
 
 # %% ../nbs/01_attention.ipynb #36f2c76b
@@ -191,7 +200,7 @@ class MultiHeadAttention(nn.Module):
         "Self-attention's queries, keys and values in one matrix product of width 2·h·d_k + h·d_v (`weights`: `qkv_weights()` made earlier)."
         w, b = self.qkv_weights() if weights is None else weights
         h, d_k, d_v = self.n_heads, self.d_k, self.d_v
-        q, k, v = linear(x, w, b, key=(self, "qkv")).split([h * d_k, h * d_k, h * d_v], -1)
+        q, k, v = linear(x, w, b, key=(id(self), "qkv")).split([h * d_k, h * d_k, h * d_v], -1)
         q, k, v = self.split(q, d_k), self.split(k, d_k), self.split(v, d_v)
         if self.rotary is not None: q, k = self.rotary(q, offset), self.rotary(k, offset)
         return q, k, v

@@ -352,7 +352,7 @@ def _print_translate(
 
 # %% ../nbs/19_speed.ipynb #cdd3df91
 class Int8Weights(PackedWeights):
-    "A translation's weights in int8 with a scale per row, for FBGEMM's kernels (PyTorch's dynamic quantization); each product quantizes its input as it goes."
+    "A model's weights in int8 with a scale per row, for FBGEMM's kernels (PyTorch's dynamic quantization); each product quantizes its input as it goes."
     def pack(self, weight: Tensor, bias: Tensor | None) -> object:
         "W quantized per row, symmetrically, as torch's `per_channel_dynamic_qconfig` does, and packed with b."
         from torch.ao.quantization.observer import PerChannelMinMaxObserver

@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from .model import Transformer, TransformerConfig, DecoderCache, load_model, evaluating
-from .attention import PackedWeights, open_store, packed_weights
+from .attention import PackedWeights, packed_weights
 from .tokenizer import Tokenizer, PAD_ID, EOS_ID, check_fits
 from .runtime import say
 
@@ -27,6 +27,7 @@ __all__ = ['CONVENTIONS', 'SEARCHES', 'IncrementalDecoder', 'UncachedDecoder', '
 class IncrementalDecoder:
     "The decoder of `model` run one position at a time, on `k` rows (beams) per source sentence; the encoder runs once."
     store: type | None = PackedWeights   # how a translation packs its weights (`packed_weights`; float32 inference on a CPU); None: plain
+    groups: int = 4                      # on a CPU, the encoder runs on up to this many groups of sentences of like length (1: one batch)
 
     def __init__(self,
                  model: Transformer,  # an encoder-decoder Transformer (in eval mode)
@@ -34,13 +35,23 @@ class IncrementalDecoder:
                  k: int = 1,  # rows per sentence, the beam size (the cache's beams share their sentence's memory: no copy here)
                  max_steps: int = 256):  # most positions that will be decoded
         self.model, self.k = model, k
-        if self.store is None: self.packed = None                    # plain `F.linear`
-        elif type(open_store()) is self.store: self.packed = open_store()   # the caller's (a `Translator` call's, for all its batches)
-        else: self.packed = self.store()                             # this translation's, each weight packed at its first use
+        self.packed = None if self.store is None else self.store.of(model)   # the model's, kept while its weights are unchanged
         self.shared = False                        # the cache holds one row per sentence for its k alike rows
         self.mask = model.src_mask(src)
-        with packed_weights(self.packed): self.memory = model.encode(src, self.mask)
+        with packed_weights(self.packed): self.memory = self.encode(src)
         self.cache = DecoderCache(len(model.decoder.layers), max_steps)
+
+    def encode(self, src: Tensor) -> Tensor:
+        "`model.encode(src, mask)` `[B, S, d_model]`, up to rounding; on a CPU by groups of like length (of 8 sentences or more), so less padding is computed."
+        B, n = src.size(0), min(self.groups, src.size(0) // 8)
+        if src.device.type != "cpu" or self.mask is None or n < 2: return self.model.encode(src, self.mask)
+        lengths, memory = self.mask.view(B, -1).sum(1), None
+        for part in lengths.argsort(descending=True).chunk(n):         # the longest first: it sets the memory's dtype and width
+            s = src[part, :int(lengths[part].max())]
+            z = self.model.encode(s, self.model.src_mask(s))
+            if memory is None: memory = z.new_zeros(B, src.size(1), z.size(-1))   # padded positions, masked everywhere
+            memory[part, :s.size(1)] = z
+        return memory
 
     def log_probs(self, h: Tensor) -> Tensor:
         "Log-probabilities `[N, V]` of the next token, in float32 at least, from final decoder states `[N, d_model]`."
@@ -435,14 +446,12 @@ class Translator:
         out = [[Hypothesis("", 0.0, 0.0, [])] for _ in lines]
         bar = tqdm(total=len(lines), disable=not progress, unit="line", file=sys.stderr)
         bar.update(len(lines) - len(srcs))                                  # the empty lines are done
-        store = self.decoder.store if self.decoder else None                # another engine (CTranslate2) has no decoder of ours
-        with packed_weights(store() if store else None):                    # the weights packed once for every batch of the call
-            for idx in self.batches(srcs, batch_tokens):
-                src = torch.full((len(idx), len(srcs[idx[0]])), c.pad_id, dtype=torch.long)
-                for r, i in enumerate(idx): src[r, :len(srcs[i])] = torch.tensor(srcs[i])
-                tokens, scores = self.search(src.to(self.device), cfg)
-                for i, rows, ss in zip(idx, tokens.tolist(), scores.tolist()): out[i] = self.hypotheses(srcs[i], rows, ss, cfg, attention)
-                bar.update(len(idx))
+        for idx in self.batches(srcs, batch_tokens):
+            src = torch.full((len(idx), len(srcs[idx[0]])), c.pad_id, dtype=torch.long)
+            for r, i in enumerate(idx): src[r, :len(srcs[i])] = torch.tensor(srcs[i])
+            tokens, scores = self.search(src.to(self.device), cfg)
+            for i, rows, ss in zip(idx, tokens.tolist(), scores.tolist()): out[i] = self.hypotheses(srcs[i], rows, ss, cfg, attention)
+            bar.update(len(idx))
         bar.close()
         return out
 

@@ -424,7 +424,6 @@ def _ct2_beam(cfg: DecodeConfig) -> int: return cfg.beam if cfg.search == "beam"
 
 class CT2Translator(Translator):
     "A `Translator` whose searches run in CTranslate2, on a directory written by `to_ctranslate2`."
-    decoder = None   # none of the book's decoders: no weights of ours to pack
     def __init__(self,
                  path: str | Path,  # a directory written by `to_ctranslate2` (or `annotated-tx export --to ct2`)
                  device: str = "cpu",  # 'cpu' or 'cuda'

@@ -225,7 +225,7 @@ class ModelBase(nn.Module):
     def logits(self, h: Tensor) -> Tensor:
         "Pre-softmax projection of the final states (the tied embedding matrix, §3.4), plus the logits bias if there is one."
         w = self.output_embedding().weight if self.out_proj is None else self.out_proj.weight
-        return linear(h, w, getattr(self, "logits_bias", None), key=(self, "logits"))   # a model without the option has no bias
+        return linear(h, w, getattr(self, "logits_bias", None), key=(id(self), "logits"))   # a model without the option has no bias
 
     def init_weights(self):
         "Xavier-uniform for every matrix, token embeddings from N(0, 1/d_model) unless `emb_init='xavier'`; biases and LayerNorm as PyTorch's."
