@@ -262,11 +262,13 @@ def bench_decode(
     peers: Callable[[Transformer, Tensor, int, int], dict] | None = None,  # (model, sources, new tokens, beam) -> the other contenders, name -> fn (the next chapter's `decode_peers`)
     device: str = "cpu",  # where to run
     seed: int = 0,  # seed of the weights and the sources
+    retain_memory: bool = True,  # keep freed memory for reuse on the CPU, as `annotated-tx translate` does (`load_translator`)
 ) -> dict[str, list[float]]:
     "Time greedy and beam-search decoding, ours, Marian's and CTranslate2's on the same weights, interleaved; prints tokens/s and ratios."
     cfg = get_config(config)
     _check_decode_sizes(n_sentences, src_len, new_tokens, beam, rounds, cfg.max_len)
     device = torch.device(device)
+    if device.type == "cpu" and retain_memory: retain_freed_memory()
     torch.manual_seed(seed)
     model = Transformer(cfg).to(device).eval()
     src = bench_sources(n_sentences, *src_len, cfg.src_vocab_size, seed, cfg.eos_id).to(device)

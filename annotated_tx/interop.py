@@ -13,7 +13,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 from .model import Transformer, TransformerConfig
-from .runtime import resolve_device
+from .runtime import resolve_device, retain_freed_memory
 from .tokenizer import Tokenizer, check_fits
 from .decoding import DecodeConfig, Hypothesis, Translator, max_output_lengths
 
@@ -526,6 +526,7 @@ def load_translator(
         raise ValueError(f"compute_type={compute_type!r} is a CTranslate2 setting: use engine 'ct2' (the torch engine has float32 and int8)")
     if threads: torch.set_num_threads(threads)
     dev = resolve_device() if device == "auto" else torch.device(device)
+    if dev.type == "cpu": retain_freed_memory()    # as training does: else a beam's [rows, V] log-probabilities are mapped and zeroed afresh at every step
     if compute_type == "int8" and dev.type != "cpu": raise ValueError(f"compute_type='int8' runs on the CPU only, not {dev.type}")
     t = _book_translator(model, path, tokenizer, dev)
     if compute_type != "int8": return t
