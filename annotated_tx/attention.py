@@ -8,6 +8,7 @@ Docs: https://annotated-tx.github.io/annotated_tx/attention.html.md"""
 from __future__ import annotations
 import contextlib, math, weakref
 import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
 import torch.nn.functional as F
 from torch import nn, Tensor
 
@@ -103,17 +104,21 @@ def packs(x: Tensor, weight: Tensor) -> bool:
             and not torch.compiler.is_compiling())
 
 _KEPT = weakref.WeakKeyDictionary()   # model -> {store class: (the parameters' stamp when it was made, the store)}
+_STEPS = [0]                          # optimizer steps taken in this process: a fused optimizer writes without a version bump
 
-def _stamp(model: nn.Module) -> list[tuple[int, int]] | None:
-    "Where each parameter's storage is and how often it was written in place (None: not tracked, e.g. inference tensors)."
-    try: return [(p.data_ptr(), p._version) for p in model.parameters()]
+def _count_step(*_) -> None: _STEPS[0] += 1
+register_optimizer_step_post_hook(_count_step)   # every torch.optim optimizer, once per process
+
+def _stamp(model: nn.Module) -> tuple | None:
+    "The optimizer steps so far, and where each parameter's storage is and how often it was written in place (None: not tracked, e.g. inference tensors)."
+    try: return _STEPS[0], [(p.data_ptr(), p._version) for p in model.parameters()]
     except RuntimeError: return None
 
 class PackedWeights(dict):
     "A model's weights in oneDNN's blocked layout, by key, each packed at its first use; a subclass packs them otherwise."
     @classmethod
     def of(cls, model: nn.Module) -> "PackedWeights":
-        "`model`'s store of this kind, kept across translations while its parameters stay the same tensors, unwritten."
+        "`model`'s store of this kind, kept across translations while its parameters stay the same tensors, unwritten and no optimizer has stepped."
         stamp, kept = _stamp(model), _KEPT.setdefault(model, {})
         if stamp is None or cls not in kept or kept[cls][0] != stamp: kept[cls] = (stamp, cls())
         return kept[cls][1]
