@@ -26,7 +26,7 @@ __all__ = ['CONVENTIONS', 'SEARCHES', 'IncrementalDecoder', 'UncachedDecoder', '
 # %% ../nbs/10_decoding.ipynb #85ace6e8
 class IncrementalDecoder:
     "The decoder of `model` run one position at a time, on `k` rows (beams) per source sentence; the encoder runs once."
-    store: type | None = PackedWeights   # how a translation packs its weights (`packed_weights`; float32 inference on a CPU); None: plain
+    store: type | None = PackedWeights   # how the model's weights are packed for decoding (`PackedWeights.of`; float32 inference on a CPU); None: plain
     groups: int = 4                      # on a CPU, the encoder runs on up to this many groups of sentences of like length (1: one batch)
 
     def __init__(self,
