@@ -20,7 +20,7 @@ from .runtime import say
 
 # %% auto #0
 __all__ = ['CONVENTIONS', 'SEARCHES', 'IncrementalDecoder', 'UncachedDecoder', 'length_penalty', 'max_output_lengths',
-           'DecodeConfig', 'greedy_decode', 'cut_at_eos', 'beam_step', 'beam_search', 'decode', 'Hypothesis',
+           'DecodeConfig', 'top_k', 'greedy_decode', 'cut_at_eos', 'beam_step', 'beam_search', 'decode', 'Hypothesis',
            'Translator', 'translate']
 
 # %% ../nbs/10_decoding.ipynb #85ace6e8
@@ -155,6 +155,25 @@ class DecodeConfig:
         "The settings of a beam size as the command's `--beam` reads it: 1 is greedy decoding, more is beam search."
         return cls(search="greedy" if beam == 1 else "beam", beam=beam, **settings)
 
+# %% ../nbs/10_decoding.ipynb #b3d9e5a1
+def top_k(
+    x: Tensor,  # `[R, V]` scores, one row each
+    k: int,  # how many of each row
+    block: int = 64,  # the values of a row are searched in blocks of this many
+) -> tuple[Tensor, Tensor]:
+    "`x.topk(k, -1)`: the k largest values of each row, largest first, and their columns; on a CPU by way of the largest value of each block."
+    R, V = x.shape
+    n = V // block
+    if x.device.type != "cpu" or V < 2048 or n <= k: return x.topk(k, -1)
+    blocks = x[:, :n * block].unflatten(1, (n, block))
+    best = blocks.amax(-1).topk(k, -1).indices                       # [R, k] the blocks that hold the k largest values
+    cand = blocks.gather(1, best[..., None].expand(R, k, block)).view(R, k * block)
+    if V > n * block: cand = torch.cat([cand, x[:, n * block:]], 1)  # the columns after the last whole block: all candidates
+    top, j = cand.topk(k, -1)
+    cols = best.gather(1, (j // block).clamp(max=k - 1)) * block + j % block
+    return top, cols if V == n * block else torch.where(j < k * block, cols, j - k * block + n * block)
+
+
 # %% ../nbs/10_decoding.ipynb #8e6243a4
 def _check_src(src: Tensor, config: TransformerConfig) -> None:
     if src.dim() != 2 or src.size(0) == 0: raise ValueError(f"src must be [B, S] token ids with B >= 1, got shape {tuple(src.shape)}")
@@ -185,7 +204,7 @@ def greedy_decode(
         for t in range(T):
             logp = dec.step(y).index_fill_(1, banned, -math.inf)
             if t < cfg.min_len: logp[:, c.eos_id] = -math.inf
-            s, tok = logp.max(-1)
+            s, tok = (v[:, 0] for v in top_k(logp, 1))
             y, row_scores = torch.cat([y, tok[:, None]], 1), row_scores + s
             done = (tok == c.eos_id) | (t + 1 >= row_max)
             if done.any():                                      # write out the finished rows, drop them
@@ -219,7 +238,7 @@ def beam_step(
 ) -> tuple[Tensor, Tensor, Tensor]:
     "The `keep` best one-token extensions of each sentence's beams, best first: their log P, the beam each extends and its token, each `[n, keep]`."
     n, k, V = log_probs.shape
-    top, idx = (scores[..., None] + log_probs).view(n, k * V).topk(keep, 1)
+    top, idx = top_k((scores[..., None] + log_probs).view(n, k * V), keep)
     return top, idx // V, idx % V
 
 def _keep_finished(
