@@ -314,8 +314,8 @@ class KVCache:
             spare = None if self._spare is None else self._spare[j]
             if spare is None or spare.numel() < math.prod(shape): spare = buf.new_empty(shape)
             new = spare.view(-1)[:math.prod(shape)].view(shape)   # the spare's storage, with fewer rows after drops
-            # whole rows, their free room included: a row's one contiguous copy is faster than its filled part in pieces
-            torch.index_select(buf.view(buf.size(0), buf.size(1), -1), 1, rows, out=new.view(new.size(0), new.size(1), -1))
+            for layer, old in enumerate(buf):    # whole rows, free room included: one contiguous copy a row beats its filled part in pieces
+                torch.index_select(old.view(old.size(0), -1), 0, rows, out=new[layer].view(rows.numel(), -1))
             bufs.append(new)
         self._spare = [self.k, self.v]
         self.k, self.v = bufs

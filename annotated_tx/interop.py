@@ -6,7 +6,7 @@ Docs: https://annotated-tx.github.io/annotated_tx/real_models.html.md"""
 
 # %% ../nbs/20_real_models.ipynb #2a8a1482
 from __future__ import annotations
-import json, math, os, shutil
+import io, json, math, os, pickle, shutil, subprocess, sys, weakref
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Sequence
@@ -20,9 +20,9 @@ from .decoding import DecodeConfig, Hypothesis, Translator, max_output_lengths
 # %% auto #0
 __all__ = ['MARIAN_ACTIVATIONS', 'marian_permutation', 'parameter_map', 'marian_names', 'marian_refusals', 'export_refusals',
            'MarianVocab', 'from_marian_model', 'from_marian', 'marian_config', 'to_marian_model', 'to_marian',
-           'load_tokenizer', 'is_marian', 'vocabularies', 'ct2_spec', 'to_ctranslate2', 'CT2Translator', 'decode_peers',
-           'load_translator', 'engine_convention', 'export_model', 'translation_engines', 'run_test_pairs',
-           'throughput']
+           'load_tokenizer', 'is_marian', 'CT2Process', 'vocabularies', 'ct2_spec', 'to_ctranslate2', 'CT2Translator',
+           'decode_peers', 'load_translator', 'engine_convention', 'export_model', 'translation_engines',
+           'run_test_pairs', 'throughput']
 
 # %% ../nbs/20_real_models.ipynb #bc4a146b
 def marian_permutation(
@@ -335,12 +335,70 @@ def is_marian(
 
 # %% ../nbs/20_real_models.ipynb #046a5b73
 def _ctranslate2():
-    "The `ctranslate2` package, or an error that says how to install it."
+    "The `ctranslate2` package, its libraries bound to their own OpenMP runtime; or an error that says how to install it."
+    # Imported plainly, CTranslate2's OpenMP calls reach PyTorch's libgomp (loaded first, globally), whose one pool then holds
+    # both engines' threads: with more threads than cores it stops spinning between parallel regions, and both engines slow
+    # down at two threads and more ([How fast](19_speed.ipynb) measures it). RTLD_DEEPBIND binds it to its own libgomp.
+    flags = sys.getdlopenflags()
+    if "ctranslate2" not in sys.modules and hasattr(os, "RTLD_DEEPBIND"): sys.setdlopenflags(flags | os.RTLD_DEEPBIND)
     try:
         import ctranslate2
     except ImportError:
         raise ImportError("CTranslate2 is not installed: pip install 'annotated_tx[interop]'") from None
+    finally: sys.setdlopenflags(flags)
     return ctranslate2
+
+def _ct2_serve() -> None:
+    "The child's side of `CT2Process`, on its stdin and stdout: load a `ctranslate2.Translator`, then answer `translate_batch` calls until None comes."
+    inp, out, sys.stdout = sys.stdin.buffer, sys.stdout.buffer, sys.stderr     # stdout carries answers only
+    def answer(f):
+        try: pickle.dump(("ok", f()), out)
+        except Exception as e: pickle.dump(("error", str(e)), out)
+        out.flush()
+    path, files, settings = pickle.load(inp)
+    ct2 = None
+    def load():
+        nonlocal ct2
+        ct2 = _ctranslate2().Translator(path, files=files and {n: io.BytesIO(b) for n, b in files.items()}, **settings)
+        return ct2.compute_type
+    answer(load)
+    while ct2 is not None:
+        try: call = pickle.load(inp)
+        except EOFError: return                                               # the parent is gone
+        if call is None: return
+        answer(lambda: [SimpleNamespace(hypotheses=r.hypotheses, scores=r.scores) for r in ct2.translate_batch(call[0], **call[1])])
+
+class CT2Process:
+    "A `ctranslate2.Translator` in a process of its own, with its `translate_batch` (results as plain objects) and `compute_type`."
+    # In one process, two engines' OpenMP threads (ours and CTranslate2's, or CTranslate2's float32 and int8) outnumber the
+    # cores; the OpenMP runtime then stops spinning between parallel regions and the engine that runs slows down, at two
+    # threads by half ([How fast](19_speed.ipynb) measures it). A process of its own is how the engine runs when deployed.
+    def __init__(self,
+                 path: str | Path,  # a CTranslate2 model directory (or the name of the model in `files`)
+                 files: dict[str, bytes] | None = None,  # the model's files, by name, in place of a directory
+                 **settings):  # `ctranslate2.Translator`'s: device, compute_type, intra_threads, …
+        cmd = [sys.executable, "-c", "from annotated_tx.interop import _ct2_serve; _ct2_serve()"]   # a fresh interpreter
+        self.process = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        weakref.finalize(self, CT2Process._stop, self.process)
+        self.compute_type = self._call((str(path), files, settings))
+
+    def translate_batch(self, rows: list[list[str]], **options) -> list:
+        "`ctranslate2.Translator.translate_batch` in the child: each result's `hypotheses` and `scores`."
+        return self._call((rows, options))
+
+    def _call(self, message):
+        try:
+            pickle.dump(message, self.process.stdin); self.process.stdin.flush()
+            kind, value = pickle.load(self.process.stdout)
+        except (EOFError, OSError): raise RuntimeError(f"CTranslate2's process ended (exit status {self.process.poll()})") from None
+        if kind == "error": raise RuntimeError(f"CTranslate2: {value}")
+        return value
+
+    @staticmethod
+    def _stop(process) -> None:
+        "End the child: its input closed, it stops at the end of input (names only the process: this runs at exit too)."
+        try: process.stdin.close(); process.wait(5)
+        except Exception: process.kill()
 
 def vocabularies(
     tokenizer,  # a `Tokenizer`, a `MarianVocab`, or a list of token strings (one vocabulary for both sides)
@@ -428,7 +486,8 @@ class CT2Translator(Translator):
                  path: str | Path,  # a directory written by `to_ctranslate2` (or `annotated-tx export --to ct2`)
                  device: str = "cpu",  # 'cpu' or 'cuda'
                  threads: int | None = None,  # CPU threads of one translation (default: CTranslate2's 4, at most the cores there are)
-                 compute_type: str = "default"):  # 'default' (as saved), 'float32', 'int8', ... (converted when loaded)
+                 compute_type: str = "default",  # 'default' (as saved), 'float32', 'int8', ... (converted when loaded)
+                 process: bool = False):  # run CTranslate2 in a process of its own (`CT2Process`), as the benchmarks do
         ct2, path = _ctranslate2(), Path(path)
         if not (path / "model.bin").is_file():
             raise FileNotFoundError(f"{path} is not a CTranslate2 model directory (no model.bin); write one with to_ctranslate2")
@@ -436,7 +495,8 @@ class CT2Translator(Translator):
         self.config = TransformerConfig.from_dict(json.loads((path / "annotated_tx.json").read_text())["config"])
         self.tokenizer, self.device = load_tokenizer(path), torch.device("cpu")
         self.threads = threads or min(4, len(os.sched_getaffinity(0)))                # CTranslate2's 4, but no more than the cores
-        self.ct2 = ct2.Translator(str(path), device=device, compute_type=compute_type, intra_threads=self.threads)
+        make = CT2Process if process else ct2.Translator
+        self.ct2 = make(str(path), device=device, compute_type=compute_type, intra_threads=self.threads)
         self.src_pieces, tgt_pieces = vocabularies(self.tokenizer)
         self.tgt_ids = {p: i for i, p in enumerate(tgt_pieces)}
         c = self.config
@@ -474,7 +534,7 @@ def decode_peers(
     marian: bool = True,  # include HuggingFace MarianMTModel (needs transformers)
     ct2: bool = True,  # include CTranslate2, float32 and int8 (needs ctranslate2; CPU only)
 ) -> dict:
-    "Marian's generate() and CTranslate2 (float32, int8) on `model`'s own weights, each a function that decodes `src`: name -> fn (`bench_decode`'s peers)."
+    "Marian's generate() and CTranslate2 (float32, int8, each in a process of its own) on `model`'s own weights, each a function that decodes `src`: name -> fn (`bench_decode`'s peers)."
     out, c = {}, model.config
     if marian:
         try:
@@ -488,16 +548,17 @@ def decode_peers(
                                        min_new_tokens=T)[:, 1:]              # drop the decoder start token
             out["Marian greedy"], out[f"Marian beam-{beam}"] = lambda: hf_generate(1), lambda: hf_generate(beam)
     if ct2 and src.device.type == "cpu":
-        try: import ctranslate2
-        except ImportError: print("CTranslate2 is not installed: pip install 'annotated_tx[interop]'; timing without it"); return out
+        try: _ctranslate2()                                               # installed? (the engines load it in their processes)
+        except ImportError as e: print(f"{e}; timing without it"); return out
         import tempfile
         pieces = ["<pad>", "<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(4, c.tgt_vocab_size)]
         ids = {p: i for i, p in enumerate(pieces)}
         rows = [[pieces[i] for i in r if i != c.pad_id][:-1] for r in src.tolist()]     # the exported model appends EOS
         with tempfile.TemporaryDirectory() as d:
             to_ctranslate2(model, pieces, d, "float32", force=True)
-            engines = {q: ctranslate2.Translator(d, device="cpu", compute_type=q, intra_threads=torch.get_num_threads())
-                       for q in ("float32", "int8")}
+            files = {p.name: p.read_bytes() for p in Path(d).iterdir()}
+        engines = {q: CT2Process("peer", files, device="cpu", compute_type=q, intra_threads=torch.get_num_threads())
+                   for q in ("float32", "int8")}                              # each in a process of its own (see `CT2Process`)
         def ct2_translate(q, k):
             res = engines[q].translate_batch(rows, beam_size=k, min_decoding_length=T, max_decoding_length=T, max_input_length=0,
                                              suppress_sequences=[["<pad>"], ["<s>"]])
@@ -585,9 +646,9 @@ def translation_engines(
     from annotated_tx.benchmarks import Int8Decoder
     from annotated_tx.runtime import torch_threads
     with torch_threads(threads): ours = load_translator(model, device="cpu")
-    engines = {"ours float32": ours, "CTranslate2 float32": CT2Translator(ct2_dir, "cpu", threads, "float32")}
+    engines = {"ours float32": ours, "CTranslate2 float32": CT2Translator(ct2_dir, "cpu", threads, "float32", process=True)}
     if int8: engines.update({"ours int8": Translator(ours.model, ours.tokenizer, decoder=Int8Decoder),
-                             "CTranslate2 int8": CT2Translator(ct2_dir, "cpu", threads, "int8")})
+                             "CTranslate2 int8": CT2Translator(ct2_dir, "cpu", threads, "int8", process=True)})
     searches = {"greedy": DecodeConfig(search="greedy"), f"beam-{beam}": DecodeConfig(beam=beam, alpha=alpha, convention="hf")}
     def text_to_text(t: Translator, cfg: DecodeConfig):
         def run(lines: list[str]) -> list[str]:
