@@ -372,7 +372,7 @@ class CT2Process:
     "A `ctranslate2.Translator` in a process of its own, with its `translate_batch` (results as plain objects) and `compute_type`."
     # In one process, two engines' OpenMP threads (ours and CTranslate2's, or CTranslate2's float32 and int8) outnumber the
     # cores; the OpenMP runtime then stops spinning between parallel regions and the engine that runs slows down, at two
-    # threads by half ([How fast](19_speed.ipynb) measures it). A process of its own is how the engine runs when deployed.
+    # threads by a third to a half ([How fast](19_speed.ipynb) measures it). A process of its own is how the engine runs when deployed.
     def __init__(self,
                  path: str | Path,  # a CTranslate2 model directory (or the name of the model in `files`)
                  files: dict[str, bytes] | None = None,  # the model's files, by name, in place of a directory
