@@ -350,7 +350,8 @@ def _ctranslate2():
 
 def _ct2_serve() -> None:
     "The child's side of `CT2Process`, on its stdin and stdout: load a `ctranslate2.Translator`, then answer `translate_batch` calls until None comes."
-    inp, out, sys.stdout = sys.stdin.buffer, sys.stdout.buffer, sys.stderr     # stdout carries answers only
+    inp, out = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")                  # the answers go out on a copy of stdout;
+    os.dup2(2, 1); sys.stdout = sys.stderr                                   # whatever else writes to stdout, Python or C++, reaches stderr
     def answer(f):
         try: pickle.dump(("ok", f()), out)
         except Exception as e: pickle.dump(("error", str(e)), out)
