@@ -304,7 +304,7 @@ class KVCache:
 
     def reorder(self,
                 rows: Tensor):  # new row r continues old row rows[r] (beams; fewer rows when sentences finish)
-        "Reorder the rows of every layer in one copy into a spare buffer; the two buffers swap roles."
+        "Reorder the rows of every layer into a spare buffer, each row copied whole; the two buffers swap roles."
         if self.k is None: return
         bufs = []
         for j, buf in enumerate((self.k, self.v)):

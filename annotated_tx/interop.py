@@ -352,22 +352,17 @@ def _ct2_serve() -> None:
     "The child's side of `CT2Process`, on its stdin and stdout: load a `ctranslate2.Translator`, then answer `translate_batch` calls until None comes."
     inp, out = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")                  # the answers go out on a copy of stdout;
     os.dup2(2, 1); sys.stdout = sys.stderr                                   # whatever else writes to stdout, Python or C++, reaches stderr
-    def answer(f):
-        try: pickle.dump(("ok", f()), out)
-        except Exception as e: pickle.dump(("error", str(e)), out)
-        out.flush()
+    def send(kind: str, value) -> None: pickle.dump((kind, value), out); out.flush()
     path, files, settings = pickle.load(inp)
-    ct2 = None
-    def load():
-        nonlocal ct2
-        ct2 = _ctranslate2().Translator(path, files=files and {n: io.BytesIO(b) for n, b in files.items()}, **settings)
-        return ct2.compute_type
-    answer(load)
-    while ct2 is not None:
+    try: ct2 = _ctranslate2().Translator(path, files=files and {n: io.BytesIO(b) for n, b in files.items()}, **settings)
+    except Exception as e: send("error", str(e)); return
+    send("ok", ct2.compute_type)
+    while True:
         try: call = pickle.load(inp)
         except EOFError: return                                               # the parent is gone
         if call is None: return
-        answer(lambda: [SimpleNamespace(hypotheses=r.hypotheses, scores=r.scores) for r in ct2.translate_batch(call[0], **call[1])])
+        try: send("ok", [SimpleNamespace(hypotheses=r.hypotheses, scores=r.scores) for r in ct2.translate_batch(call[0], **call[1])])
+        except Exception as e: send("error", str(e))
 
 class CT2Process:
     "A `ctranslate2.Translator` in a process of its own, with its `translate_batch` (results as plain objects) and `compute_type`."
@@ -549,7 +544,7 @@ def decode_peers(
                                        min_new_tokens=T)[:, 1:]              # drop the decoder start token
             out["Marian greedy"], out[f"Marian beam-{beam}"] = lambda: hf_generate(1), lambda: hf_generate(beam)
     if ct2 and src.device.type == "cpu":
-        try: _ctranslate2()                                               # installed? (the engines load it in their processes)
+        try: _ctranslate2()                                               # installed? (to_ctranslate2 converts with it here)
         except ImportError as e: print(f"{e}; timing without it"); return out
         import tempfile
         pieces = ["<pad>", "<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(4, c.tgt_vocab_size)]
