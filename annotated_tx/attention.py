@@ -14,7 +14,8 @@ from torch import nn, Tensor
 
 # %% auto #0
 __all__ = ['subsequent_mask', 'causal_mask', 'padding_mask', 'attention', 'fast_attention', 'alibi_bias', 'packs',
-           'PackedWeights', 'packed_weights', 'linear', 'Linear', 'MultiHeadAttention', 'KVCache', 'attention_chart']
+           'parameters_stamp', 'PackedWeights', 'packed_weights', 'linear', 'Linear', 'MultiHeadAttention', 'KVCache',
+           'attention_chart']
 
 # %% ../nbs/01_attention.ipynb #fa35f1db
 def subsequent_mask(
@@ -109,7 +110,7 @@ _STEPS = [0]                          # optimizer steps taken in this process: a
 def _count_step(*_) -> None: _STEPS[0] += 1
 register_optimizer_step_post_hook(_count_step)   # every torch.optim optimizer, once per process
 
-def _stamp(model: nn.Module) -> tuple | None:
+def parameters_stamp(model: nn.Module) -> tuple | None:
     "The optimizer steps so far, and where each parameter's storage is and how often it was written in place (None: not tracked, e.g. inference tensors)."
     try: return _STEPS[0], [(p.data_ptr(), p._version) for p in model.parameters()]
     except RuntimeError: return None
@@ -119,7 +120,7 @@ class PackedWeights(dict):
     @classmethod
     def of(cls, model: nn.Module) -> "PackedWeights":
         "`model`'s store of this kind, kept across translations while its parameters stay the same tensors, unwritten and no optimizer has stepped."
-        stamp, kept = _stamp(model), _KEPT.setdefault(model, {})
+        stamp, kept = parameters_stamp(model), _KEPT.setdefault(model, {})
         if stamp is None or cls not in kept or kept[cls][0] != stamp: kept[cls] = (stamp, cls())
         return kept[cls][1]
 
@@ -267,12 +268,12 @@ class MultiHeadAttention(nn.Module):
 
 # %% ../nbs/01_attention.ipynb #d0d94c19
 class KVCache:
-    "Self-attention keys and values of the positions seen so far, for `n_layers` layers: `[layers, rows, h, T, d]` buffers written in place."
+    "Self-attention keys and values of the positions seen so far, for `n_layers` layers: one `[rows, h, T, d]` buffer per layer, written in place."
     def __init__(self,
-                 n_layers: int = 1,  # layers that share the cache (each reads and writes its own slice)
+                 n_layers: int = 1,  # layers that share the cache (each reads and writes its own buffers)
                  max_len: int | None = None):  # most positions it will hold; the buffers start at 16 and double up to this
         self.n_layers, self.max_len = n_layers, max_len
-        self.k = self.v = self._spare = None
+        self.k = self.v = self._spare = None   # lists of n_layers buffers each, once the first keys arrive
         self.lengths = [0] * n_layers
         self._qkv = {}                 # layer -> its stacked W^Q, W^K, W^V: made once per decoding, while the weights are fixed
 
@@ -280,45 +281,59 @@ class KVCache:
         "Positions cached for `layer`."
         return self.lengths[layer]
 
+    def room(self) -> int:
+        "Positions the buffers hold before they must grow."
+        return 0 if self.k is None else self.k[0].size(2)
+
     def qkv_weights(self, layer: int, attn: nn.Module) -> tuple[Tensor, Tensor | None]:
         "The layer's `attn.qkv_weights()`, stacked at its first step and reused at every later one."
+        if torch.compiler.is_compiling(): return attn.qkv_weights()   # in a compiled step: from the parameters, folded into a constant
         if layer not in self._qkv: self._qkv[layer] = attn.qkv_weights()
         return self._qkv[layer]
 
     def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         "Write `k`, `v` `[rows, h, n, d]` after the layer's cached positions; return all its keys and values so far."
         t, n = self.lengths[layer], k.size(2)
-        if self.k is None or t + n > self.k.size(3): self._grow(t + n, k, v)
-        self.k[layer, :, :, t:t + n], self.v[layer, :, :, t:t + n] = k, v
+        if t + n > self.room(): self.grow(t + n, k, v)
+        self.k[layer][:, :, t:t + n], self.v[layer][:, :, t:t + n] = k, v
         self.lengths[layer] = t + n
-        return self.k[layer, :, :, :t + n], self.v[layer, :, :, :t + n]
+        return self.k[layer][:, :, :t + n], self.v[layer][:, :, :t + n]
 
-    def _grow(self, need: int, k: Tensor, v: Tensor):
-        T = max(16, 2 * (0 if self.k is None else self.k.size(3)))          # double the room
+    def grow(self,
+             need: int,  # positions the buffers must hold
+             k: Tensor | None = None,  # keys `[rows, h, n, d]` that set the buffers' shape, dtype and device (default: the buffers')
+             v: Tensor | None = None):  # values, likewise
+        "Make room for `need` positions: double the room (at least 16, at most `max_len` unless `need` is more), the cached positions copied over."
+        T = max(16, 2 * self.room())
         T = max(need, T if self.max_len is None else min(T, self.max_len))
-        new = [x.new_empty(self.n_layers, x.size(0), x.size(1), T, x.size(3)) for x in (k, v)]
+        like = (k, v) if self.k is None else (self.k[0], self.v[0])
+        new = [[x.new_empty(x.size(0), x.size(1), T, x.size(3)) for _ in range(self.n_layers)] for x in like]
         if self.k is not None:
             t = max(self.lengths)
-            for b, old in zip(new, (self.k, self.v)): b[..., :t, :] = old[..., :t, :]
+            for bufs, olds in zip(new, (self.k, self.v)):
+                for b, old in zip(bufs, olds): b[:, :, :t] = old[:, :, :t]
         (self.k, self.v), self._spare = new, None
 
     def reorder(self,
                 rows: Tensor):  # new row r continues old row rows[r] (beams; fewer rows when sentences finish)
-        "Reorder the rows of every layer into a spare buffer, each row copied whole; the two buffers swap roles."
+        "Reorder the rows of every layer into spare buffers, each row copied whole; the two sets of buffers swap roles."
         if self.k is None: return
-        bufs = []
-        for j, buf in enumerate((self.k, self.v)):
-            shape = (buf.size(0), rows.numel()) + buf.shape[2:]
-            if buf.requires_grad:                                 # under autograd: a plain copy, no buffer reuse
-                bufs.append(buf.index_select(1, rows)); continue
-            spare = None if self._spare is None else self._spare[j]
-            if spare is None or spare.numel() < math.prod(shape): spare = buf.new_empty(shape)
-            new = spare.view(-1)[:math.prod(shape)].view(shape)   # the spare's storage, with fewer rows after drops
-            for layer, old in enumerate(buf):    # whole rows, free room included: one contiguous copy a row beats its filled part in pieces
-                torch.index_select(old.view(old.size(0), -1), 0, rows, out=new[layer].view(rows.numel(), -1))
-            bufs.append(new)
+        if self.k[0].requires_grad:                                 # under autograd: plain copies, no buffer reuse
+            self.k, self.v = ([b.index_select(0, rows) for b in bufs] for bufs in (self.k, self.v)); return
+        spares = self._spare or [[None] * self.n_layers] * 2
+        new = []
+        for olds, spare in zip((self.k, self.v), spares):
+            layers = []
+            for old, s in zip(olds, spare):
+                shape = (rows.numel(),) + old.shape[1:]
+                if s is None or s.numel() < math.prod(shape): s = old.new_empty(shape)
+                b = s.view(-1)[:math.prod(shape)].view(shape)      # the spare's storage, with fewer rows after drops
+                # whole rows, free room included: one contiguous copy a row beats its filled part in pieces
+                torch.index_select(old.view(old.size(0), -1), 0, rows, out=b.view(rows.numel(), -1))
+                layers.append(b)
+            new.append(layers)
         self._spare = [self.k, self.v]
-        self.k, self.v = bufs
+        self.k, self.v = new
 
 # %% ../nbs/01_attention.ipynb #ac805725
 def attention_chart(

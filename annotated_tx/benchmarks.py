@@ -6,25 +6,25 @@ Docs: https://annotated-tx.github.io/annotated_tx/speed.html.md"""
 
 # %% ../nbs/19_speed.ipynb #e5bb50ac
 from __future__ import annotations
-import math, statistics, sys, time, warnings
+import contextlib, math, statistics, sys, time, warnings, weakref
 from typing import Callable
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
-from .attention import PackedWeights
+from .attention import PackedWeights, parameters_stamp
 from .layers import sinusoidal_encoding
-from .model import Transformer, TransformerConfig, get_config, count_parameters
+from .model import Transformer, TransformerConfig, DecoderCache, get_config, count_parameters
 from .runtime import torch_threads
 from .batching import Batch, make_batch
 from .optimization import make_optimizer
 from .trainer import TrainConfig, learning_rate, update_step
-from .runtime import resolve_device, native_bf16, retain_freed_memory, host_info, describe_host
+from .runtime import resolve_device, native_bf16, retain_freed_memory, host_info, describe_host, say
 from .decoding import DecodeConfig, IncrementalDecoder, greedy_decode, beam_search
 
 # %% auto #0
 __all__ = ['PRECISIONS', 'CONTENDERS', 'timing_host', 'TorchTransformerMT', 'synthetic_batches', 'matmul_shapes', 'train_flops',
            'matmul_ceiling', 'bench_train', 'bench_sources', 'bench_decode', 'bench_translate', 'Int8Weights',
-           'Int8Decoder']
+           'Int8Decoder', 'DecodingStep', 'compiled_step', 'compile_settings', 'CompiledDecoder']
 
 # %% ../nbs/19_speed.ipynb #8579f3c8
 def timing_host(
@@ -263,6 +263,7 @@ def bench_decode(
     device: str = "cpu",  # where to run
     seed: int = 0,  # seed of the weights and the sources
     retain_memory: bool = True,  # keep freed memory for reuse on the CPU, as `annotated-tx translate` does (`load_translator`)
+    decoders: dict[str, type] | None = None,  # our contenders: name -> step machinery (default: {'ours': IncrementalDecoder})
 ) -> dict[str, list[float]]:
     "Time greedy and beam-search decoding, ours, Marian's and CTranslate2's on the same weights, interleaved; prints tokens/s and ratios."
     cfg = get_config(config)
@@ -274,8 +275,10 @@ def bench_decode(
     src = bench_sources(n_sentences, *src_len, cfg.src_vocab_size, seed, cfg.eos_id).to(device)
     T = new_tokens
     limits = dict(max_len_a=0, max_len_b=T, min_len=T)                   # exactly T tokens
-    contenders = {"ours greedy": lambda: greedy_decode(model, src, DecodeConfig(search="greedy", **limits))[0],
-                  f"ours beam-{beam}": lambda: beam_search(model, src, DecodeConfig(beam=beam, alpha=0.6, **limits))[0]}
+    contenders = {}
+    for name, dec in (decoders or {"ours": IncrementalDecoder}).items():
+        contenders[f"{name} greedy"] = lambda dec=dec: greedy_decode(model, src, DecodeConfig(search="greedy", **limits), decoder=dec)[0]
+        contenders[f"{name} beam-{beam}"] = lambda dec=dec: beam_search(model, src, DecodeConfig(beam=beam, alpha=0.6, **limits), decoder=dec)[0]
     if peers is not None: contenders.update(peers(model, src, T, beam))
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     greedy = {}
@@ -303,7 +306,7 @@ def bench_decode(
             ratios.append("" if ref == name else f"{statistics.median(x / y for x, y in zip(tps[name], tps[ref])):.2f}x")
         print(f"{name:28} {med[name]:8.0f} {min(tps[name]):8.0f} {max(tps[name]):8.0f}   " + "".join(f"{r:>22}" for r in ratios))
     for name, out in greedy.items():                                      # the same weights: the same greedy tokens?
-        if name != "ours greedy": print(f"{name}: {(out == greedy['ours greedy']).all(1).sum()} of {n_sentences} greedy outputs identical to ours")
+        if name != names[0]: print(f"{name}: {(out == greedy[names[0]]).all(1).sum()} of {n_sentences} greedy outputs identical to {names[0]}")
     return tps
 
 # %% ../nbs/19_speed.ipynb #d431f83e
@@ -374,3 +377,63 @@ class Int8Weights(PackedWeights):
 class Int8Decoder(IncrementalDecoder):
     "The book's decoder with every product by a weight matrix in int8 (`Int8Weights`): on a CPU, in float32 models."
     store = Int8Weights
+
+# %% ../nbs/19_speed.ipynb #c9f1a3d7
+class DecodingStep(nn.Module):
+    "One cached decoding step of `model`, as `IncrementalDecoder.step` computes it after the first: the module `CompiledDecoder` compiles."
+    def __init__(self, model: Transformer):
+        super().__init__()
+        self.model = model
+
+    def forward(self,
+                new: Tensor,  # `[N, 1]` the new position's tokens
+                mask: Tensor,  # `[B, 1, 1, S]` the sources' padding mask
+                cache: DecoderCache,  # the earlier positions' keys and values, and the encoder side (extended in place)
+                ) -> Tensor:
+        "Log-probabilities `[N, V]` of the next token."
+        return IncrementalDecoder.log_probs(self, self.model.decode(new, None, mask, cache)[:, -1])   # `log_probs` reads only `.model`
+
+_COMPILED = weakref.WeakKeyDictionary()   # model -> (its parameters' stamp, its compiled step, the kinds of search compiled so far)
+
+def compiled_step(
+    model: Transformer,  # the model whose step to compile (its weights are frozen into the compiled code)
+    kind: str,  # 'greedy' or 'beam search' (one graph each): a first step of a new kind says that it compiles
+) -> nn.Module | None:
+    "`model`'s `DecodingStep` under `torch.compile`, kept while its parameters are unchanged; None where they cannot be tracked."
+    stamp = parameters_stamp(model)
+    if stamp is None: return None
+    kept = _COMPILED.get(model)
+    if kept is None or kept[0] != stamp:
+        kept = _COMPILED[model] = (stamp, torch.compile(DecodingStep(model), dynamic=True, fullgraph=True), set())
+    if kind not in kept[2]:
+        say(f"compiling the decoding step for {kind} with torch.compile (once per model and process; tens of seconds on a small CPU)")
+        kept[2].add(kind)
+    return kept[1]
+
+@contextlib.contextmanager
+def compile_settings():
+    "Inductor's settings for the step: weights frozen into packed constants, the step called from C++, no size equal to another by chance."
+    with torch._inductor.config.patch(freezing=True, cpp_wrapper=True), torch.fx.experimental._config.patch(use_duck_shape=False), \
+         torch._dynamo.config.patch(recompile_limit=64):          # two graphs per model: room for many models in one process
+        yield
+
+class CompiledDecoder(IncrementalDecoder):
+    "The book's decoder with its steps compiled by `torch.compile` (`DecodingStep`): on a CPU, in float32, from the third position on."
+    compiled = None                        # the model's compiled step, looked up at the first step that runs it (once per decoding)
+
+    def compiles(self, y: Tensor) -> bool:
+        "Whether this step runs compiled: from the third position on, with two rows, two sentences and two source positions or more."
+        k = self.cache.cross[0][0] if self.cache.cross else None     # the first layer's encoder keys `[B, h, S, d_k]`
+        return (k is not None and len(self.cache) >= 2 and not self.shared and y.size(0) >= 2 and k.size(0) >= 2 and k.size(2) >= 2
+                and k.device.type == "cpu" and k.dtype == torch.float32 and not torch.is_grad_enabled())
+
+    def step(self, y: Tensor) -> Tensor:
+        if not self.compiles(y): return super().step(y)
+        if self.compiled is None:
+            step = compiled_step(self.model, "greedy decoding" if self.k == 1 else "beam search")
+            self.compiled = False if step is None else step
+        if self.compiled is False: return super().step(y)            # weights that cannot be tracked: not compiled
+        t, kv, (B, _, S, _) = len(self.cache), self.cache.kv, self.cache.cross[0][0].shape
+        if kv.room() <= t + 1: kv.grow(t + 2)                       # a free position after the new one, always
+        if self.mask is None: self.mask = torch.ones(B, 1, 1, S, dtype=torch.bool)   # one graph for padded and unpadded batches
+        with compile_settings(): return self.compiled(y[:, t:], self.mask, self.cache)

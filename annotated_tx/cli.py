@@ -202,6 +202,8 @@ def translate_parser() -> Parser:
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: the engine's choice)")
     ap.add_argument("--compute-type", default="default", help="CTranslate2: default (as exported), float32, int8, ...; "
                     "the torch engine: default (float32) or int8 (torch's dynamic quantization, CPU only)")
+    ap.add_argument("--compile", action="store_true", help="the torch engine, float32 on the CPU: compile the decoding steps with torch.compile "
+                    "(faster steps after tens of seconds of compiling, once per process: for long inputs)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     ap.add_argument("--verbose", action="store_true", help="at the end, the throughput on stderr: sentences/s, tokens/s, the engine, "
                     "its precision and threads, the host")
@@ -215,7 +217,7 @@ def translate_main(argv: list[str] | None = None) -> int:
     from annotated_tx.interop import engine_convention, load_translator, throughput
     cfg = DecodeConfig.for_beam(a.beam, n_best=a.n_best, alpha=a.alpha, convention=a.length_penalty or engine_convention(a.engine),
                                 max_len_a=a.max_len_a, max_len_b=a.max_len_b)
-    translator = load_translator(a.model, a.tokenizer, a.device, a.engine, a.threads, a.compute_type)
+    translator = load_translator(a.model, a.tokenizer, a.device, a.engine, a.threads, a.compute_type, a.compile)
     t0 = time.perf_counter()
     hyps = translator.translate(read_lines(a.input), cfg, batch_tokens=a.batch_tokens, too_long=a.too_long,
                                 progress=a.input != "-" and not a.quiet)
@@ -388,16 +390,20 @@ def bench_decode_main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cpu", help="device to run on (default: cpu)")
     ap.add_argument("--no-marian", action="store_true", help="skip HuggingFace MarianMTModel")
     ap.add_argument("--no-ct2", action="store_true", help="skip CTranslate2")
+    ap.add_argument("--compile", action="store_true", help="also time ours with its steps compiled by torch.compile (CompiledDecoder; "
+                    "compiling, tens of seconds, is done in the warm-up, not timed)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random weights and sources (default: 0)")
     a = ap.parse_args(argv)
     from functools import partial
-    from annotated_tx.benchmarks import bench_decode
+    from annotated_tx.benchmarks import CompiledDecoder, bench_decode
+    from annotated_tx.decoding import IncrementalDecoder
     from annotated_tx.interop import decode_peers
     from annotated_tx.runtime import torch_threads
     peers = None if a.no_marian and a.no_ct2 else partial(decode_peers, marian=not a.no_marian, ct2=not a.no_ct2)
     with torch_threads(a.threads):
         bench_decode(a.config, a.sentences, (a.min_src_len, a.max_src_len), a.new_tokens, a.beam, a.rounds,
-                     peers=peers, device=a.device, seed=a.seed)
+                     peers=peers, device=a.device, seed=a.seed,
+                     decoders={"ours": IncrementalDecoder, **({"ours compiled": CompiledDecoder} if a.compile else {})})
     return 0
 def bench_translate_parser() -> Parser:
     "The options of `annotated-tx bench translate`."
@@ -410,6 +416,7 @@ def bench_translate_parser() -> Parser:
     p.add_argument("--beam", type=int, default=4, help="beam size of the beam-search engines (default: 4)")
     p.add_argument("--alpha", type=float, default=0.6, help="their length penalty α, |Y|^α for both engines (default: 0.6)")
     p.add_argument("--int8", action="store_true", help="also int8: torch's dynamic quantization of ours, and CTranslate2's int8")
+    p.add_argument("--compile", action="store_true", help="also ours with its steps compiled by torch.compile (compiled in the warm-up, not timed)")
     p.add_argument("--corpus", default=None, help="corpus (default: the run's recipe's, else multi30k)")
     p.add_argument("--split", default=None, help="split (default: the run's test split, else the corpus's)")
     p.add_argument("--src", default=None, help="source language (default: the run's, else the corpus's)")
@@ -433,7 +440,7 @@ def bench_translate_main(argv: list[str] | None = None) -> int:
         name, pairs = run_test_pairs(a.model, a.corpus, a.split, a.src, a.tgt, a.data_dir, not a.no_download)
         pairs = pairs[:a.sentences or None]
         for n in a.threads:
-            engines = translation_engines(a.model, ct2, n, a.beam, a.alpha, int8=a.int8)
+            engines = translation_engines(a.model, ct2, n, a.beam, a.alpha, int8=a.int8, compiled=a.compile)
             head = (f"{len(pairs):,} sentences of {name}, text to text, {timing_host('cpu', n, None)}; float32 unless int8 is named; "
                     f"{a.repetitions} repetitions, interleaved")
             results[n] = bench_translate(engines, [s for s, _ in pairs], [t for _, t in pairs], a.repetitions, header=head)

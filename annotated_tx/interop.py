@@ -572,9 +572,12 @@ def load_translator(
     engine: str = "torch",  # 'torch' (the book's decoders) or 'ct2' (CTranslate2)
     threads: int | None = None,  # CPU threads (default: the engine's choice)
     compute_type: str = "default",  # CTranslate2: 'default' (as saved), 'float32', 'int8', ...; torch: 'default' (float32) or 'int8' (CPU)
+    compiled: bool = False,  # torch, float32 on the CPU: compile the decoding steps (`CompiledDecoder`, the speed chapter)
 ) -> Translator:
     "A `Translator` for any model this library reads, on the engine asked for."
     path = Path(model)
+    if compiled and (engine != "torch" or compute_type == "int8"):
+        raise ValueError("compiled decoding is the torch engine's, in float32: not with engine 'ct2' or compute_type 'int8'")
     if engine == "ct2":
         if tokenizer: raise ValueError("a CTranslate2 directory written by `annotated-tx export` holds its tokenizer: no --tokenizer")
         return CT2Translator(path, "cpu" if device == "auto" else device, threads, compute_type)
@@ -585,10 +588,11 @@ def load_translator(
     dev = resolve_device() if device == "auto" else torch.device(device)
     if dev.type == "cpu": retain_freed_memory()    # as training does: else a beam's [rows, V] log-probabilities are mapped and zeroed afresh at every step
     if compute_type == "int8" and dev.type != "cpu": raise ValueError(f"compute_type='int8' runs on the CPU only, not {dev.type}")
+    if compiled and dev.type != "cpu": raise ValueError(f"compiled decoding runs on the CPU only, not {dev.type}")
     t = _book_translator(model, path, tokenizer, dev)
-    if compute_type != "int8": return t
-    from annotated_tx.benchmarks import Int8Decoder          # torch's dynamic quantization, measured in the speed chapter
-    return Translator(t.model, t.tokenizer, decoder=Int8Decoder)
+    if compute_type != "int8" and not compiled: return t
+    from annotated_tx.benchmarks import CompiledDecoder, Int8Decoder    # both measured in the speed chapter
+    return Translator(t.model, t.tokenizer, decoder=Int8Decoder if compute_type == "int8" else CompiledDecoder)
 
 def _book_translator(
     model: str | Path,  # as for `load_translator`
@@ -637,12 +641,14 @@ def translation_engines(
     beam: int = 4,  # the beam size of the beam-search engines
     alpha: float = 0.6,  # their length penalty α (|Y|^α, the one convention CTranslate2 has, for both engines)
     int8: bool = False,  # add the int8 engines: ours with torch's dynamic quantization (`Int8Decoder`), CTranslate2's int8
+    compiled: bool = False,  # add ours with its steps compiled (`CompiledDecoder`), float32
 ) -> dict:
     "Name -> lines-to-translations function for `bench_translate`: the book's `Translator` and `CT2Translator`, greedy and beam, float32 (and int8)."
-    from annotated_tx.benchmarks import Int8Decoder
+    from annotated_tx.benchmarks import CompiledDecoder, Int8Decoder
     from annotated_tx.runtime import torch_threads
     with torch_threads(threads): ours = load_translator(model, device="cpu")
     engines = {"ours float32": ours, "CTranslate2 float32": CT2Translator(ct2_dir, "cpu", threads, "float32", process=True)}
+    if compiled: engines["ours compiled float32"] = Translator(ours.model, ours.tokenizer, decoder=CompiledDecoder)
     if int8: engines.update({"ours int8": Translator(ours.model, ours.tokenizer, decoder=Int8Decoder),
                              "CTranslate2 int8": CT2Translator(ct2_dir, "cpu", threads, "int8", process=True)})
     searches = {"greedy": DecodeConfig(search="greedy"), f"beam-{beam}": DecodeConfig(beam=beam, alpha=alpha, convention="hf")}
@@ -677,11 +683,11 @@ def throughput(
     seconds: float,  # how long that took, text to text
 ) -> str:
     "One line: sentences/s and output tokens/s of a translation, the engine, its precision and threads, the host in short."
-    from annotated_tx.benchmarks import Int8Decoder, timing_host
+    from annotated_tx.benchmarks import CompiledDecoder, Int8Decoder, timing_host
     lines, tokens = sum(bool(h[0].tokens) for h in hyps), sum(len(h[0].tokens) for h in hyps)
     if isinstance(translator, CT2Translator): engine, threads, precision = "CTranslate2", translator.threads, translator.ct2.compute_type
     else:
-        engine, threads = "torch (the book's decoders)", torch.get_num_threads()
+        engine, threads = "torch (the book's decoders" + (", compiled steps)" if issubclass(translator.decoder, CompiledDecoder) else ")"), torch.get_num_threads()
         precision = "int8 (dynamic quantization)" if issubclass(translator.decoder, Int8Decoder) else str(next(translator.model.parameters()).dtype)[6:]
     host = timing_host(translator.device, threads, None)
     return (f"{lines:,} sentences, {tokens:,} output tokens (EOS included) in {seconds:.2f} s: {lines / seconds:,.1f} sentences/s, "
