@@ -319,7 +319,7 @@ class KVCache:
         "Reorder the rows of every layer into spare buffers, each row copied whole; the two sets of buffers swap roles."
         if self.k is None: return
         if self.k[0].requires_grad:                                 # under autograd: plain copies, no buffer reuse
-            self.k, self.v = ([b.index_select(0, rows) for b in bufs] for bufs in (self.k, self.v)); return
+            self.k, self.v = [b.index_select(0, rows) for b in self.k], [b.index_select(0, rows) for b in self.v]; return
         spares = self._spare or [[None] * self.n_layers] * 2
         new = []
         for olds, spare in zip((self.k, self.v), spares):

@@ -397,7 +397,7 @@ _COMPILED = weakref.WeakKeyDictionary()   # model -> (its parameters' stamp, its
 
 def compiled_step(
     model: Transformer,  # the model whose step to compile (its weights are frozen into the compiled code)
-    kind: str,  # 'greedy' or 'beam search' (one graph each): a first step of a new kind says that it compiles
+    kind: str,  # 'greedy decoding' or 'beam search' (one graph each): the first step of a kind says that it compiles
 ) -> nn.Module | None:
     "`model`'s `DecodingStep` under `torch.compile`, kept while its parameters are unchanged; None where they cannot be tracked."
     stamp = parameters_stamp(model)

@@ -687,7 +687,8 @@ def throughput(
     lines, tokens = sum(bool(h[0].tokens) for h in hyps), sum(len(h[0].tokens) for h in hyps)
     if isinstance(translator, CT2Translator): engine, threads, precision = "CTranslate2", translator.threads, translator.ct2.compute_type
     else:
-        engine, threads = "torch (the book's decoders" + (", compiled steps)" if issubclass(translator.decoder, CompiledDecoder) else ")"), torch.get_num_threads()
+        compiled = ", compiled steps" if issubclass(translator.decoder, CompiledDecoder) else ""
+        engine, threads = f"torch (the book's decoders{compiled})", torch.get_num_threads()
         precision = "int8 (dynamic quantization)" if issubclass(translator.decoder, Int8Decoder) else str(next(translator.model.parameters()).dtype)[6:]
     host = timing_host(translator.device, threads, None)
     return (f"{lines:,} sentences, {tokens:,} output tokens (EOS included) in {seconds:.2f} s: {lines / seconds:,.1f} sentences/s, "
