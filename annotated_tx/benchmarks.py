@@ -380,7 +380,7 @@ class Int8Decoder(IncrementalDecoder):
 
 # %% ../nbs/19_speed.ipynb #c9f1a3d7
 class DecodingStep(nn.Module):
-    "One cached decoding step of `model`, as `IncrementalDecoder.step` computes it after the first: the module `CompiledDecoder` compiles."
+    "One cached decoding step of `model`, as `IncrementalDecoder.step` computes it from the third position on: the module `CompiledDecoder` compiles."
     def __init__(self, model: Transformer):
         super().__init__()
         self.model = model
