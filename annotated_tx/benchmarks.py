@@ -6,9 +6,12 @@ Docs: https://annotated-tx.github.io/annotated_tx/speed.html.md"""
 
 # %% ../nbs/19_speed.ipynb #e5bb50ac
 from __future__ import annotations
-import contextlib, math, statistics, sys, time, warnings, weakref
+import annotated_tx
+import contextlib, hashlib, math, os, statistics, sys, time, warnings, weakref
+from pathlib import Path
 from typing import Callable
 import torch
+from torch.export import Dim
 import torch.nn.functional as F
 from torch import nn, Tensor
 from .attention import PackedWeights, parameters_stamp
@@ -19,12 +22,13 @@ from .batching import Batch, make_batch
 from .optimization import make_optimizer
 from .trainer import TrainConfig, learning_rate, update_step
 from .runtime import resolve_device, native_bf16, retain_freed_memory, host_info, describe_host, say
+from .data import cache_dir
 from .decoding import DecodeConfig, IncrementalDecoder, greedy_decode, beam_search
 
 # %% auto #0
 __all__ = ['PRECISIONS', 'CONTENDERS', 'timing_host', 'TorchTransformerMT', 'synthetic_batches', 'matmul_shapes', 'train_flops',
            'matmul_ceiling', 'bench_train', 'bench_sources', 'bench_decode', 'bench_translate', 'Int8Weights',
-           'Int8Decoder', 'DecodingStep', 'compiled_step', 'compile_settings', 'CompiledDecoder']
+           'Int8Decoder', 'DecodingStep', 'step_key', 'compile_step', 'compiled_step', 'CompiledDecoder']
 
 # %% ../nbs/19_speed.ipynb #8579f3c8
 def timing_host(
@@ -380,60 +384,96 @@ class Int8Decoder(IncrementalDecoder):
 
 # %% ../nbs/19_speed.ipynb #c9f1a3d7
 class DecodingStep(nn.Module):
-    "One cached decoding step of `model`, as `IncrementalDecoder.step` computes it from the third position on: the module `CompiledDecoder` compiles."
+    "One cached decoding step of `model` on plain tensors, as `IncrementalDecoder.step` computes it from the second position on: what `CompiledDecoder` compiles."
     def __init__(self, model: Transformer):
         super().__init__()
         self.model = model
 
     def forward(self,
-                new: Tensor,  # `[N, 1]` the new position's tokens
+                new: Tensor,  # `[N, 1]` the new position's tokens (N = k·B rows)
                 mask: Tensor,  # `[B, 1, 1, S]` the sources' padding mask
-                cache: DecoderCache,  # the earlier positions' keys and values, and the encoder side (extended in place)
+                position: Tensor,  # any `[t + 2]` tensor: the new position t, carried by a size so that it stays a symbol (and is never 0 or 1)
+                k: list[Tensor],  # each layer's key buffer `[N, h, T, d_k]`, the first t positions filled (written in place)
+                v: list[Tensor],  # each layer's value buffer `[N, h, T, d_v]`, likewise
+                cross_k: list[Tensor],  # each layer's encoder keys `[B, h, S, d_k]`
+                cross_v: list[Tensor],  # each layer's encoder values `[B, h, S, d_v]`
                 ) -> Tensor:
         "Log-probabilities `[N, V]` of the next token."
+        cache = DecoderCache(len(k))
+        cache.kv.k, cache.kv.v, cache.kv.lengths = list(k), list(v), [position.size(0) - 2] * len(k)
+        cache.cross = list(zip(cross_k, cross_v))
         return IncrementalDecoder.log_probs(self, self.model.decode(new, None, mask, cache)[:, -1])   # `log_probs` reads only `.model`
 
-_COMPILED = weakref.WeakKeyDictionary()   # model -> (its parameters' stamp, its compiled step, the kinds of search compiled so far)
+def step_key(model: Transformer, k: int) -> str:
+    "What the compiled step depends on, hashed: the weights, the configuration, the rows per sentence, the thread count, the CPU, torch's and this library's code."
+    h = hashlib.sha256(repr((type(model).__name__, model.config, k, torch.get_num_threads(), torch.__version__,
+                             torch.backends.cpu.get_cpu_capability())).encode())
+    for f in sorted(Path(annotated_tx.__file__).parent.glob("*.py")): h.update(f.read_bytes())
+    for name, t in model.state_dict().items():
+        h.update(f"{name}{tuple(t.shape)}{t.dtype}".encode()); h.update(t.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy())
+    return h.hexdigest()[:32]
+
+def compile_step(model: Transformer, k: int, path: Path):
+    "Export `model`'s `DecodingStep` for `k` rows per sentence, every size dynamic, and compile it with AOTInductor into the package `path`."
+    att, L = model.decoder.layers[0].self_attn, len(model.decoder.layers)
+    B, S, T, t = 3, 7, 11, 4                                        # example sizes, no two alike
+    buffers = lambda *shape: [torch.zeros(*shape) for _ in range(L)]   # one tensor a layer, none shared
+    ex = (torch.zeros(k * B, 1, dtype=torch.long), torch.ones(B, 1, 1, S, dtype=torch.bool), torch.empty(t + 2),
+          buffers(k * B, att.n_heads, T, att.d_k), buffers(k * B, att.n_heads, T, att.d_v),
+          buffers(B, att.n_heads, S, att.d_k), buffers(B, att.n_heads, S, att.d_v))
+    b, s, room = Dim("sentences", min=2), Dim("source", min=2), Dim("room", min=4)
+    rows, pos = (b if k == 1 else k * b), Dim("position", min=3, max=model.config.max_len + 1)
+    dims = ({0: rows}, {0: b, 3: s}, {0: pos}, [{0: rows, 2: room}] * L, [{0: rows, 2: room}] * L, [{0: b, 2: s}] * L, [{0: b, 2: s}] * L)
+    with torch.no_grad(), torch._inductor.config.patch(freezing=True):   # weights frozen into oneDNN's packed constants
+        program = torch.export.export(DecodingStep(model).eval(), ex, dynamic_shapes=dims, strict=False,
+                                      prefer_deferred_runtime_asserts_over_guards=True)
+        torch._inductor.aoti_compile_and_package(program, package_path=str(path))
+
+_COMPILED = weakref.WeakKeyDictionary()   # model -> (its parameters' stamp, {(k, threads): its loaded step, or None})
 
 def compiled_step(
     model: Transformer,  # the model whose step to compile (its weights are frozen into the compiled code)
-    kind: str,  # 'greedy decoding' or 'beam search' (one graph each): the first step of a kind says that it compiles
-) -> nn.Module | None:
-    "`model`'s `DecodingStep` under `torch.compile`, kept while its parameters are unchanged; None where they cannot be tracked."
+    k: int,  # rows per sentence: 1 for greedy decoding, the beam size for beam search (one compiled step each)
+) -> Callable | None:
+    "`model`'s `DecodingStep` compiled ahead of time, loaded from the cache directory or compiled into it (saying so); None where it cannot be."
     stamp = parameters_stamp(model)
     if stamp is None: return None
     kept = _COMPILED.get(model)
-    if kept is None or kept[0] != stamp:
-        kept = _COMPILED[model] = (stamp, torch.compile(DecodingStep(model), dynamic=True, fullgraph=True), set())
-    if kind not in kept[2]:
-        say(f"compiling the decoding step for {kind} with torch.compile (once per model and process; tens of seconds on a small CPU)")
-        kept[2].add(kind)
-    return kept[1]
-
-@contextlib.contextmanager
-def compile_settings():
-    "Inductor's settings for the step: weights frozen into packed constants, the step called from C++, no size equal to another by chance."
-    with torch._inductor.config.patch(freezing=True, cpp_wrapper=True), torch.fx.experimental._config.patch(use_duck_shape=False), \
-         torch._dynamo.config.patch(recompile_limit=64):          # two graphs per model: room for many models in one process
-        yield
+    if kept is None or kept[0] != stamp: kept = _COMPILED[model] = (stamp, {})
+    if (k, torch.get_num_threads()) not in kept[1]:
+        path = cache_dir() / "steps" / f"{step_key(model, k)}.pt2"
+        try:
+            if not path.is_file():
+                say(f"compiling the decoding step for {'greedy decoding' if k == 1 else f'beam search ({k} beams)'} "
+                    f"(once per model, search and thread count, kept for later runs; tens of seconds on a small CPU)")
+                path.parent.mkdir(parents=True, exist_ok=True)
+                part = path.with_suffix(f".{os.getpid()}.pt2")
+                compile_step(model, k, part); os.replace(part, path)       # whole or not at all, for a process beside this one
+            kept[1][k, torch.get_num_threads()] = torch._inductor.aoti_load_package(str(path))
+        except Exception as e:                                            # no C++ compiler, an unforeseen model variant, ...
+            say(f"decoding steps run uncompiled: compiling failed ({type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''})")
+            kept[1][k, torch.get_num_threads()] = None
+    return kept[1][k, torch.get_num_threads()]
 
 class CompiledDecoder(IncrementalDecoder):
-    "The book's decoder with its steps compiled by `torch.compile` (`DecodingStep`): on a CPU, in float32, from the third position on."
+    "The book's decoder with its steps compiled ahead of time (`DecodingStep`, AOTInductor): on a CPU, in float32, from the second position on."
     compiled = None                        # the model's compiled step, looked up at the first step that runs it (once per decoding)
 
     def compiles(self, y: Tensor) -> bool:
-        "Whether this step runs compiled: from the third position on, with two rows, two sentences and two source positions or more."
+        "Whether this step runs compiled: after the first position, with two sentences and two source positions or more, within the model's positions."
         k = self.cache.cross[0][0] if self.cache.cross else None     # the first layer's encoder keys `[B, h, S, d_k]`
-        return (k is not None and len(self.cache) >= 2 and not self.shared and y.size(0) >= 2 and k.size(0) >= 2 and k.size(2) >= 2
+        return (k is not None and 1 <= len(self.cache) < self.model.config.max_len and not self.shared and k.size(0) >= 2 and k.size(2) >= 2
                 and k.device.type == "cpu" and k.dtype == torch.float32 and not torch.is_grad_enabled())
 
     def step(self, y: Tensor) -> Tensor:
         if not self.compiles(y): return super().step(y)
-        if self.compiled is None:
-            step = compiled_step(self.model, "greedy decoding" if self.k == 1 else "beam search")
-            self.compiled = False if step is None else step
-        if self.compiled is False: return super().step(y)            # weights that cannot be tracked: not compiled
+        if self.compiled is None: self.compiled = compiled_step(self.model, self.k) or False
+        if self.compiled is False: return super().step(y)            # weights that cannot be tracked, or compiling failed
         t, kv, (B, _, S, _) = len(self.cache), self.cache.kv, self.cache.cross[0][0].shape
-        if kv.room() <= t + 1: kv.grow(t + 2)                       # a free position after the new one, always
-        if self.mask is None: self.mask = torch.ones(B, 1, 1, S, dtype=torch.bool)   # one graph for padded and unpadded batches
-        with compile_settings(): return self.compiled(y[:, t:], self.mask, self.cache)
+        if kv.room() <= t + 1: kv.grow(t + 2)                       # room for the new position and one more
+        if self.mask is None: self.mask = torch.ones(B, 1, 1, S, dtype=torch.bool)   # one compiled step for padded and unpadded batches
+        cross_k, cross_v = zip(*self.cache.cross)
+        # the compiled code takes the strides it was compiled for: contiguous inputs (the buffers are)
+        logp = self.compiled(y[:, t:].contiguous(), self.mask.contiguous(), torch.empty(t + 2), kv.k, kv.v, list(cross_k), list(cross_v))
+        kv.lengths = [t + 1] * kv.n_layers
+        return logp

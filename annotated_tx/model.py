@@ -268,7 +268,7 @@ class Transformer(ModelBase):
 
     def decode(self, tgt: Tensor, memory: Tensor | None, src_mask: Tensor | None, cache: DecoderCache | None = None) -> Tensor:
         "`[B, T]` decoder input -> `[B, T, d_model]`; with `cache`, `tgt` holds only the new positions."
-        return self.decoder(self.embed(tgt, self.tgt_emb, self.tgt_pos, 0 if cache is None else len(cache)), memory, src_mask, cache)
+        return self.decoder(self.embed(tgt, self.tgt_emb, self.tgt_pos, 0 if cache is None else cache.kv.length()), memory, src_mask, cache)
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         "Source ids `[B, S]`, decoder input ids `[B, T]` (BOS, y_1, …) -> logits `[B, T, V]`."
