@@ -7,7 +7,7 @@ Docs: https://annotated-tx.github.io/annotated_tx/speed.html.md"""
 # %% ../nbs/19_speed.ipynb #e5bb50ac
 from __future__ import annotations
 import annotated_tx
-import contextlib, hashlib, math, os, statistics, sys, time, warnings, weakref
+import hashlib, math, os, statistics, sys, time, warnings, weakref
 from pathlib import Path
 from typing import Callable
 import torch
