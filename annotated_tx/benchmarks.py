@@ -28,7 +28,8 @@ from .decoding import DecodeConfig, IncrementalDecoder, greedy_decode, beam_sear
 # %% auto #0
 __all__ = ['PRECISIONS', 'CONTENDERS', 'timing_host', 'TorchTransformerMT', 'synthetic_batches', 'matmul_shapes', 'train_flops',
            'matmul_ceiling', 'bench_train', 'bench_sources', 'bench_decode', 'bench_translate', 'Int8Weights',
-           'Int8Decoder', 'DecodingStep', 'step_key', 'compile_step', 'compiled_step', 'CompiledDecoder']
+           'Int8Decoder', 'DecodingStep', 'step_key', 'compile_step', 'compiled_step', 'load_or_compile_step',
+           'has_compiled_steps', 'CompiledDecoder']
 
 # %% ../nbs/19_speed.ipynb #8579f3c8
 def timing_host(
@@ -421,7 +422,7 @@ def compile_step(model: Transformer, k: int, path: Path):
     ex = (torch.zeros(k * B, 1, dtype=torch.long), torch.ones(B, 1, 1, S, dtype=torch.bool), torch.empty(t + 2),
           buffers(k * B, att.n_heads, T, att.d_k), buffers(k * B, att.n_heads, T, att.d_v),
           buffers(B, att.n_heads, S, att.d_k), buffers(B, att.n_heads, S, att.d_v))
-    b, s, room = Dim("sentences", min=2), Dim("source", min=2), Dim("room", min=4)
+    b, s, room = Dim("sentences", min=1), Dim("source", min=2), Dim("room", min=4)
     rows, pos = (b if k == 1 else k * b), Dim("position", min=3, max=model.config.max_len + 1)
     dims = ({0: rows}, {0: b, 3: s}, {0: pos}, [{0: rows, 2: room}] * L, [{0: rows, 2: room}] * L, [{0: b, 2: s}] * L, [{0: b, 2: s}] * L)
     with torch.no_grad(), torch._inductor.config.patch(freezing=True):   # weights frozen into oneDNN's packed constants
@@ -429,40 +430,53 @@ def compile_step(model: Transformer, k: int, path: Path):
                                       prefer_deferred_runtime_asserts_over_guards=True)
         torch._inductor.aoti_compile_and_package(program, package_path=str(path))
 
-_COMPILED = weakref.WeakKeyDictionary()   # model -> (its parameters' stamp, {(k, threads): its loaded step, or None})
+_COMPILED = weakref.WeakKeyDictionary()   # model -> (its parameters' stamp, {(k, threads): [its file, its loaded step (False: failed)]})
 
 def compiled_step(
     model: Transformer,  # the model whose step to compile (its weights are frozen into the compiled code)
     k: int,  # rows per sentence: 1 for greedy decoding, the beam size for beam search (one compiled step each)
 ) -> Callable | None:
-    "`model`'s `DecodingStep` compiled ahead of time, loaded from the cache directory or compiled into it (saying so); None where it cannot be."
+    "`model`'s `DecodingStep` compiled ahead of time, loaded from the cache directory or compiled into it (saying so); None where it is not."
     stamp = parameters_stamp(model)
     if stamp is None: return None
     kept = _COMPILED.get(model)
     if kept is None or kept[0] != stamp: kept = _COMPILED[model] = (stamp, {})
-    if (k, torch.get_num_threads()) not in kept[1]:
-        path = cache_dir() / "steps" / f"{step_key(model, k)}.pt2"
-        try:
-            if not path.is_file():
-                say(f"compiling the decoding step for {'greedy decoding' if k == 1 else f'beam search ({k} beams)'} "
-                    f"(once per model, search and thread count, kept for later runs; tens of seconds on a small CPU)")
-                path.parent.mkdir(parents=True, exist_ok=True)
-                part = path.with_suffix(f".{os.getpid()}.pt2")
-                compile_step(model, k, part); os.replace(part, path)       # whole or not at all, for a process beside this one
-            kept[1][k, torch.get_num_threads()] = torch._inductor.aoti_load_package(str(path))
-        except Exception as e:                                            # no C++ compiler, an unforeseen model variant, ...
-            say(f"decoding steps run uncompiled: compiling failed ({type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''})")
-            kept[1][k, torch.get_num_threads()] = None
-    return kept[1][k, torch.get_num_threads()]
+    key = (k, torch.get_num_threads())
+    if key not in kept[1]: kept[1][key] = [cache_dir() / "steps" / f"{step_key(model, k)}.pt2", None]
+    entry = kept[1][key]
+    if entry[1] is None: entry[1] = load_or_compile_step(model, k, entry[0])
+    return entry[1] or None
+
+def load_or_compile_step(model: Transformer, k: int, path: Path) -> Callable | bool:
+    "The compiled step in `path`, compiled into it first if it is not there (saying so); False, and why said, where that fails."
+    try:
+        if not path.is_file():
+            say(f"compiling the decoding step for {'greedy decoding' if k == 1 else f'beam search ({k} beams)'} "
+                f"(once per model, search and thread count, kept for later runs; tens of seconds on a small CPU)")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            part = path.with_suffix(f".{os.getpid()}.pt2")
+            compile_step(model, k, part); os.replace(part, path)       # whole or not at all, for a process beside this one
+        # AOTInductor's C++ loader, called with the inputs flattened in order: its Python wrapper imports the compiler
+        # (a second, which a command loading a kept step would pay) and parses the call's signature at every call
+        loader = torch._C._aoti.AOTIModelPackageLoader(str(path), "model", False, 1, -1)
+        return lambda *inputs: loader.boxed_run([t for x in inputs for t in (x if isinstance(x, list) else [x])])[0]
+    except Exception as e:                                            # no C++ compiler, an unforeseen model variant, ...
+        say(f"decoding steps run uncompiled: compiling failed ({type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''})")
+        return False
+
+def has_compiled_steps(model: Transformer) -> bool:
+    "Whether a compiled step of `model` has been loaded in this process (for reports)."
+    kept = _COMPILED.get(model)
+    return kept is not None and any(step for _, step in kept[1].values())
 
 class CompiledDecoder(IncrementalDecoder):
     "The book's decoder with its steps compiled ahead of time (`DecodingStep`, AOTInductor): on a CPU, in float32, from the second position on."
     compiled = None                        # the model's compiled step, looked up at the first step that runs it (once per decoding)
 
     def compiles(self, y: Tensor) -> bool:
-        "Whether this step runs compiled: after the first position, with two sentences and two source positions or more, within the model's positions."
+        "Whether this step runs compiled: after the first position, with two source positions or more, within the model's positions, in float32 on a CPU."
         k = self.cache.cross[0][0] if self.cache.cross else None     # the first layer's encoder keys `[B, h, S, d_k]`
-        return (k is not None and 1 <= len(self.cache) < self.model.config.max_len and not self.shared and k.size(0) >= 2 and k.size(2) >= 2
+        return (k is not None and 1 <= len(self.cache) < self.model.config.max_len and not self.shared and k.size(2) >= 2
                 and k.device.type == "cpu" and k.dtype == torch.float32 and not torch.is_grad_enabled())
 
     def step(self, y: Tensor) -> Tensor:

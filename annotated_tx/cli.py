@@ -202,8 +202,9 @@ def translate_parser() -> Parser:
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: the engine's choice)")
     ap.add_argument("--compute-type", default="default", help="CTranslate2: default (as exported), float32, int8, ...; "
                     "the torch engine: default (float32) or int8 (torch's dynamic quantization, CPU only)")
-    ap.add_argument("--compile", action="store_true", help="the torch engine, float32 on the CPU: compile the decoding steps with torch.compile "
-                    "(faster steps after tens of seconds of compiling, once per process: for long inputs)")
+    ap.add_argument("--compile", action="store_true", help="the torch engine, float32 on the CPU: run the decoding steps compiled ahead of "
+                    "time; the first use compiles them (tens of seconds per model, search and thread count) and keeps them for later runs, "
+                    "which load them in seconds")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     ap.add_argument("--verbose", action="store_true", help="at the end, the throughput on stderr: sentences/s, tokens/s, the engine, "
                     "its precision and threads, the host")
@@ -390,8 +391,8 @@ def bench_decode_main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", default="cpu", help="device to run on (default: cpu)")
     ap.add_argument("--no-marian", action="store_true", help="skip HuggingFace MarianMTModel")
     ap.add_argument("--no-ct2", action="store_true", help="skip CTranslate2")
-    ap.add_argument("--compile", action="store_true", help="also time ours with its steps compiled by torch.compile (CompiledDecoder; "
-                    "compiling, tens of seconds, is done in the warm-up, not timed)")
+    ap.add_argument("--compile", action="store_true", help="also time ours with its steps compiled ahead of time (CompiledDecoder; "
+                    "compiling where not kept yet, tens of seconds, is done in the warm-up, not timed)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random weights and sources (default: 0)")
     a = ap.parse_args(argv)
     from functools import partial
@@ -416,7 +417,7 @@ def bench_translate_parser() -> Parser:
     p.add_argument("--beam", type=int, default=4, help="beam size of the beam-search engines (default: 4)")
     p.add_argument("--alpha", type=float, default=0.6, help="their length penalty α, |Y|^α for both engines (default: 0.6)")
     p.add_argument("--int8", action="store_true", help="also int8: torch's dynamic quantization of ours, and CTranslate2's int8")
-    p.add_argument("--compile", action="store_true", help="also ours with its steps compiled by torch.compile (compiled in the warm-up, not timed)")
+    p.add_argument("--compile", action="store_true", help="also ours with its steps compiled ahead of time (compiled in the warm-up where not kept yet, not timed)")
     p.add_argument("--corpus", default=None, help="corpus (default: the run's recipe's, else multi30k)")
     p.add_argument("--split", default=None, help="split (default: the run's test split, else the corpus's)")
     p.add_argument("--src", default=None, help="source language (default: the run's, else the corpus's)")

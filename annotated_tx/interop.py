@@ -572,7 +572,7 @@ def load_translator(
     engine: str = "torch",  # 'torch' (the book's decoders) or 'ct2' (CTranslate2)
     threads: int | None = None,  # CPU threads (default: the engine's choice)
     compute_type: str = "default",  # CTranslate2: 'default' (as saved), 'float32', 'int8', ...; torch: 'default' (float32) or 'int8' (CPU)
-    compiled: bool = False,  # torch, float32 on the CPU: compile the decoding steps (`CompiledDecoder`, the speed chapter)
+    compiled: bool = False,  # torch, float32 on the CPU: run compiled decoding steps, compiled on first use and kept (`CompiledDecoder`, the speed chapter)
 ) -> Translator:
     "A `Translator` for any model this library reads, on the engine asked for."
     path = Path(model)
@@ -683,11 +683,11 @@ def throughput(
     seconds: float,  # how long that took, text to text
 ) -> str:
     "One line: sentences/s and output tokens/s of a translation, the engine, its precision and threads, the host in short."
-    from annotated_tx.benchmarks import CompiledDecoder, Int8Decoder, timing_host
+    from annotated_tx.benchmarks import CompiledDecoder, Int8Decoder, has_compiled_steps, timing_host
     lines, tokens = sum(bool(h[0].tokens) for h in hyps), sum(len(h[0].tokens) for h in hyps)
     if isinstance(translator, CT2Translator): engine, threads, precision = "CTranslate2", translator.threads, translator.ct2.compute_type
     else:
-        compiled = ", compiled steps" if issubclass(translator.decoder, CompiledDecoder) else ""
+        compiled = ", compiled steps" if issubclass(translator.decoder, CompiledDecoder) and has_compiled_steps(translator.model) else ""
         engine, threads = f"torch (the book's decoders{compiled})", torch.get_num_threads()
         precision = "int8 (dynamic quantization)" if issubclass(translator.decoder, Int8Decoder) else str(next(translator.model.parameters()).dtype)[6:]
     host = timing_host(translator.device, threads, None)
