@@ -29,7 +29,7 @@ from .decoding import DecodeConfig, IncrementalDecoder, greedy_decode, beam_sear
 __all__ = ['PRECISIONS', 'CONTENDERS', 'timing_host', 'TorchTransformerMT', 'synthetic_batches', 'matmul_shapes', 'train_flops',
            'matmul_ceiling', 'bench_train', 'bench_sources', 'bench_decode', 'bench_translate', 'Int8Weights',
            'Int8Decoder', 'DecodingStep', 'step_key', 'compile_step', 'compiled_step', 'load_or_compile_step',
-           'has_compiled_steps', 'CompiledDecoder']
+           'has_compiled_steps', 'CompiledDecoder', 'KeptStepsDecoder']
 
 # %% ../nbs/19_speed.ipynb #8579f3c8
 def timing_host(
@@ -435,6 +435,7 @@ _COMPILED = weakref.WeakKeyDictionary()   # model -> (its parameters' stamp, {(k
 def compiled_step(
     model: Transformer,  # the model whose step to compile (its weights are frozen into the compiled code)
     k: int,  # rows per sentence: 1 for greedy decoding, the beam size for beam search (one compiled step each)
+    compile: bool = True,  # compile the step if the cache directory does not have it yet (False: only load it from there)
 ) -> Callable | None:
     "`model`'s `DecodingStep` compiled ahead of time, loaded from the cache directory or compiled into it (saying so); None where it is not."
     stamp = parameters_stamp(model)
@@ -444,7 +445,7 @@ def compiled_step(
     key = (k, torch.get_num_threads())
     if key not in kept[1]: kept[1][key] = [cache_dir() / "steps" / f"{step_key(model, k)}.pt2", None]
     entry = kept[1][key]
-    if entry[1] is None: entry[1] = load_or_compile_step(model, k, entry[0])
+    if entry[1] is None and (compile or entry[0].is_file()): entry[1] = load_or_compile_step(model, k, entry[0])
     return entry[1] or None
 
 def load_or_compile_step(model: Transformer, k: int, path: Path) -> Callable | bool:
@@ -472,6 +473,7 @@ def has_compiled_steps(model: Transformer) -> bool:
 class CompiledDecoder(IncrementalDecoder):
     "The book's decoder with its steps compiled ahead of time (`DecodingStep`, AOTInductor): on a CPU, in float32, from the second position on."
     compiled = None                        # the model's compiled step, looked up at the first step that runs it (once per decoding)
+    compile_missing = True                 # compile a step the cache directory does not have yet (False: use only the kept ones)
 
     def compiles(self, y: Tensor) -> bool:
         "Whether this step runs compiled: after the first position, with two source positions or more, within the model's positions, in float32 on a CPU."
@@ -481,13 +483,18 @@ class CompiledDecoder(IncrementalDecoder):
 
     def step(self, y: Tensor) -> Tensor:
         if not self.compiles(y): return super().step(y)
-        if self.compiled is None: self.compiled = compiled_step(self.model, self.k) or False
+        if self.compiled is None: self.compiled = compiled_step(self.model, self.k, self.compile_missing) or False
         if self.compiled is False: return super().step(y)            # weights that cannot be tracked, or compiling failed
         t, kv, (B, _, S, _) = len(self.cache), self.cache.kv, self.cache.cross[0][0].shape
         if kv.room() <= t + 1: kv.grow(t + 2)                       # room for the new position and one more
         if self.mask is None: self.mask = torch.ones(B, 1, 1, S, dtype=torch.bool)   # one compiled step for padded and unpadded batches
-        cross_k, cross_v = zip(*self.cache.cross)
-        # the compiled code takes the strides it was compiled for: contiguous inputs (the buffers are)
-        logp = self.compiled(y[:, t:].contiguous(), self.mask.contiguous(), torch.empty(t + 2), kv.k, kv.v, list(cross_k), list(cross_v))
+        cross_k, cross_v = (list(c) for c in zip(*self.cache.cross))
+        # the compiled code reads its inputs with the strides it was compiled for, those of contiguous tensors
+        if not all(b.is_contiguous() for b in kv.k + kv.v + cross_k + cross_v): return super().step(y)
+        logp = self.compiled(y[:, t:].contiguous(), self.mask.contiguous(), torch.empty(t + 2), kv.k, kv.v, cross_k, cross_v)
         kv.lengths = [t + 1] * kv.n_layers
         return logp
+
+class KeptStepsDecoder(CompiledDecoder):
+    "`CompiledDecoder` that compiles nothing: the steps kept from an earlier compiling where there are some, the book's steps elsewhere."
+    compile_missing = False

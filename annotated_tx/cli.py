@@ -202,9 +202,9 @@ def translate_parser() -> Parser:
     ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: the engine's choice)")
     ap.add_argument("--compute-type", default="default", help="CTranslate2: default (as exported), float32, int8, ...; "
                     "the torch engine: default (float32) or int8 (torch's dynamic quantization, CPU only)")
-    ap.add_argument("--compile", action="store_true", help="the torch engine, float32 on the CPU: run the decoding steps compiled ahead of "
-                    "time; the first use compiles them (tens of seconds per model, search and thread count) and keeps them for later runs, "
-                    "which load them in seconds")
+    ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None, help="the torch engine, float32 on the CPU: "
+                    "run the decoding steps compiled ahead of time, compiling them where not kept yet (tens of seconds per model, search "
+                    "and thread count, kept for later runs); --no-compile: none (default: the ones kept from an earlier --compile, if any)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     ap.add_argument("--verbose", action="store_true", help="at the end, the throughput on stderr: sentences/s, tokens/s, the engine, "
                     "its precision and threads, the host")

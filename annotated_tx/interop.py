@@ -572,7 +572,7 @@ def load_translator(
     engine: str = "torch",  # 'torch' (the book's decoders) or 'ct2' (CTranslate2)
     threads: int | None = None,  # CPU threads (default: the engine's choice)
     compute_type: str = "default",  # CTranslate2: 'default' (as saved), 'float32', 'int8', ...; torch: 'default' (float32) or 'int8' (CPU)
-    compiled: bool = False,  # torch, float32 on the CPU: run compiled decoding steps, compiled on first use and kept (`CompiledDecoder`, the speed chapter)
+    compiled: bool | None = None,  # torch, float32 on the CPU: compiled decoding steps (`CompiledDecoder`, the speed chapter), True: compiled where not kept yet; None: those kept from earlier, if any; False: none
 ) -> Translator:
     "A `Translator` for any model this library reads, on the engine asked for."
     path = Path(model)
@@ -590,9 +590,9 @@ def load_translator(
     if compute_type == "int8" and dev.type != "cpu": raise ValueError(f"compute_type='int8' runs on the CPU only, not {dev.type}")
     if compiled and dev.type != "cpu": raise ValueError(f"compiled decoding runs on the CPU only, not {dev.type}")
     t = _book_translator(model, path, tokenizer, dev)
-    if compute_type != "int8" and not compiled: return t
-    from annotated_tx.benchmarks import CompiledDecoder, Int8Decoder    # both measured in the speed chapter
-    return Translator(t.model, t.tokenizer, decoder=Int8Decoder if compute_type == "int8" else CompiledDecoder)
+    if compute_type != "int8" and (compiled is False or dev.type != "cpu"): return t
+    from annotated_tx.benchmarks import CompiledDecoder, Int8Decoder, KeptStepsDecoder    # all measured in the speed chapter
+    return Translator(t.model, t.tokenizer, decoder=Int8Decoder if compute_type == "int8" else CompiledDecoder if compiled else KeptStepsDecoder)
 
 def _book_translator(
     model: str | Path,  # as for `load_translator`
@@ -646,7 +646,7 @@ def translation_engines(
     "Name -> lines-to-translations function for `bench_translate`: the book's `Translator` and `CT2Translator`, greedy and beam, float32 (and int8)."
     from annotated_tx.benchmarks import CompiledDecoder, Int8Decoder
     from annotated_tx.runtime import torch_threads
-    with torch_threads(threads): ours = load_translator(model, device="cpu")
+    with torch_threads(threads): ours = load_translator(model, device="cpu", compiled=False)   # the book's decoder as it is
     engines = {"ours float32": ours, "CTranslate2 float32": CT2Translator(ct2_dir, "cpu", threads, "float32", process=True)}
     if compiled: engines["ours compiled float32"] = Translator(ours.model, ours.tokenizer, decoder=CompiledDecoder)
     if int8: engines.update({"ours int8": Translator(ours.model, ours.tokenizer, decoder=Int8Decoder),
