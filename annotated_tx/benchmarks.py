@@ -449,7 +449,7 @@ def compiled_step(
     return entry[1] or None
 
 def load_or_compile_step(model: Transformer, k: int, path: Path) -> Callable | bool:
-    "The compiled step in `path`, compiled into it first if it is not there (saying so); False, and why said, where that fails."
+    "The compiled step in `path`, compiled into it first if it is not there (saying so); False where that fails, having said why."
     try:
         if not path.is_file():
             say(f"compiling the decoding step for {'greedy decoding' if k == 1 else f'beam search ({k} beams)'} "
@@ -462,7 +462,7 @@ def load_or_compile_step(model: Transformer, k: int, path: Path) -> Callable | b
         loader = torch._C._aoti.AOTIModelPackageLoader(str(path), "model", False, 1, -1)
         return lambda *inputs: loader.boxed_run([t for x in inputs for t in (x if isinstance(x, list) else [x])])[0]
     except Exception as e:                                            # no C++ compiler, an unforeseen model variant, ...
-        say(f"decoding steps run uncompiled: compiling failed ({type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''})")
+        say(f"decoding steps run uncompiled: the compiled step could not be made or loaded ({type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''})")
         return False
 
 def has_compiled_steps(model: Transformer) -> bool:
