@@ -84,7 +84,8 @@ def fast_attention(
         causal = False
     if causal and q.size(-2) != k.size(-2):  # SDPA aligns its causal mask top-left; ours is bottom-right
         mask, causal = causal_mask(q.size(-2), k.size(-2), q.device), False
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=causal)
+    # compiled with dynamic shapes, `causal` can be a symbolic comparison of sizes; an `if` makes it a bool, as SDPA requires
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=True if causal else False)
 
 # %% ../nbs/01_attention.ipynb #c41dcddd
 def alibi_bias(
