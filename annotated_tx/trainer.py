@@ -15,6 +15,7 @@ from typing import IO, Callable, Iterable
 import torch
 import torch.distributed as dist
 from torch import nn, Tensor
+from torch.fx.experimental import _config as fx_config
 from tqdm import tqdm
 from .runtime import Precision, dist_env, resolve_device, autocast_for, choose_precision, host_info, retain_freed_memory
 from .model import Config, evaluating
@@ -25,7 +26,7 @@ from .optimization import batch_loss, make_optimizer, rate, cooldown_scale, set_
 
 # %% auto #0
 __all__ = ['TrainConfig', 'validation_loss', 'learning_rate', 'update_step', 'budget_used', 'progress_bar', 'validation_line',
-           'train']
+           'distinct_sizes', 'train']
 
 # %% ../nbs/09_trainer.ipynb #4bc5aa0c
 @dataclass
@@ -342,6 +343,10 @@ def _open_run(
     run.open_log(opened, resumed=start is not None)
     return run
 
+def distinct_sizes():
+    "For `compile`: lengths that happen to be equal (a source and a target of 19 tokens) get separate symbols, so that a later batch does not recompile."
+    return fx_config.patch(use_duck_shape=False)     # Dynamo's "duck sizing" would guard that they stay equal
+
 def _train_until_stop(
     run: _Session,  # the session, where the run stands
     data: Callable[[int], Iterable[Batch]] | Iterable[Batch],  # as in `train`
@@ -356,7 +361,8 @@ def _train_until_stop(
     per_epoch = len(data) if cfg.max_epochs and hasattr(data, "__len__") else None   # batches per epoch, for the bar
     epochs = lambda: run.epoch + run.done / per_epoch if per_epoch else None
     stop = run.limit_reached()                             # a resumed run may have reached it already
-    with progress_bar(cfg, run.step, run.seconds, epochs(), disable=run.rank != 0, precision=str(run.precision)) as bar:
+    with progress_bar(cfg, run.step, run.seconds, epochs(), disable=run.rank != 0, precision=str(run.precision)) as bar, \
+            distinct_sizes() if cfg.compile else nullcontext():
         while stop is None:
             if cfg.max_epochs and run.epoch >= cfg.max_epochs: return "max_epochs"
             stream = islice(data(run.epoch) if callable(data) else iter(data), run.done, None)
