@@ -26,10 +26,10 @@ from .data import cache_dir
 from .decoding import DecodeConfig, IncrementalDecoder, greedy_decode, beam_search
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'CONTENDERS', 'timing_host', 'TorchTransformerMT', 'synthetic_batches', 'matmul_shapes', 'train_flops',
-           'matmul_ceiling', 'bench_train', 'bench_sources', 'bench_decode', 'bench_translate', 'Int8Weights',
-           'Int8Decoder', 'DecodingStep', 'step_key', 'compile_step', 'compiled_step', 'load_or_compile_step',
-           'has_compiled_steps', 'CompiledDecoder', 'KeptStepsDecoder']
+__all__ = ['PRECISIONS', 'CONTENDERS', 'KEPT_STEPS', 'timing_host', 'TorchTransformerMT', 'synthetic_batches', 'matmul_shapes',
+           'train_flops', 'matmul_ceiling', 'bench_train', 'bench_sources', 'bench_decode', 'bench_translate',
+           'Int8Weights', 'Int8Decoder', 'DecodingStep', 'step_key', 'compile_step', 'compiled_step', 'prune_steps',
+           'load_or_compile_step', 'has_compiled_steps', 'CompiledDecoder', 'KeptStepsDecoder']
 
 # %% ../nbs/19_speed.ipynb #8579f3c8
 def timing_host(
@@ -448,6 +448,17 @@ def compiled_step(
     if entry[1] is None and (compile or entry[0].is_file()): entry[1] = load_or_compile_step(model, k, entry[0])
     return entry[1] or None
 
+KEPT_STEPS = 16   # compiled steps the cache directory keeps: the least recently used beyond these are deleted when one is added
+
+def prune_steps(
+    folder: Path,  # the cache directory's `steps` folder
+    keep: int = KEPT_STEPS,  # how many compiled steps stay
+) -> list[Path]:
+    "Delete all but the `keep` most recently used compiled steps in `folder` (a file's time is its last use); return what was deleted."
+    steps = sorted((p for p in folder.glob("*.pt2") if p.suffixes == [".pt2"]), key=lambda p: p.stat().st_mtime, reverse=True)
+    for p in steps[keep:]: p.unlink(missing_ok=True)          # one being written by another process (KEY.PID.pt2) is not a step yet
+    return steps[keep:]
+
 def load_or_compile_step(model: Transformer, k: int, path: Path) -> Callable | bool:
     "The compiled step in `path`, compiled into it first if it is not there (saying so); False where that fails, having said why."
     try:
@@ -457,6 +468,8 @@ def load_or_compile_step(model: Transformer, k: int, path: Path) -> Callable | b
             path.parent.mkdir(parents=True, exist_ok=True)
             part = path.with_suffix(f".{os.getpid()}.pt2")
             compile_step(model, k, part); os.replace(part, path)       # whole or not at all, for a process beside this one
+            prune_steps(path.parent)
+        else: os.utime(path)                                          # used now: the last to be pruned
         # AOTInductor's C++ loader, called with the inputs flattened in order: its Python wrapper imports the compiler
         # (a second, which a command loading a kept step would pay) and parses the call's signature at every call
         loader = torch._C._aoti.AOTIModelPackageLoader(str(path), "model", False, 1, -1)
