@@ -7,7 +7,7 @@ Docs: https://annotated-tx.github.io/annotated_tx/speed.html.md"""
 # %% ../nbs/19_speed.ipynb #e5bb50ac
 from __future__ import annotations
 import annotated_tx
-import hashlib, math, os, statistics, sys, time, warnings, weakref
+import contextlib, hashlib, math, os, statistics, sys, time, warnings, weakref
 from pathlib import Path
 from typing import Callable
 import torch
@@ -455,9 +455,14 @@ def prune_steps(
     keep: int = KEPT_STEPS,  # how many compiled steps stay
 ) -> list[Path]:
     "Delete all but the `keep` most recently used compiled steps in `folder` (a file's time is its last use); return what was deleted."
-    steps = sorted((p for p in folder.glob("*.pt2") if p.suffixes == [".pt2"]), key=lambda p: p.stat().st_mtime, reverse=True)
-    for p in steps[keep:]: p.unlink(missing_ok=True)          # one being written by another process (KEY.PID.pt2) is not a step yet
-    return steps[keep:]
+    steps = []
+    for p in folder.glob("*.pt2"):
+        if p.suffixes != [".pt2"]: continue                         # one being written by another process (KEY.PID.pt2) is not a step yet
+        with contextlib.suppress(OSError): steps.append((p.stat().st_mtime, p))   # unless another process deleted it meanwhile
+    gone = []
+    for _, p in sorted(steps, reverse=True)[keep:]:
+        with contextlib.suppress(OSError): p.unlink(); gone.append(p)   # not when gone already, or not ours to delete (a read-only cache)
+    return gone
 
 def load_or_compile_step(model: Transformer, k: int, path: Path) -> Callable | bool:
     "The compiled step in `path`, compiled into it first if it is not there (saying so); False where that fails, having said why."
@@ -469,7 +474,8 @@ def load_or_compile_step(model: Transformer, k: int, path: Path) -> Callable | b
             part = path.with_suffix(f".{os.getpid()}.pt2")
             compile_step(model, k, part); os.replace(part, path)       # whole or not at all, for a process beside this one
             prune_steps(path.parent)
-        else: os.utime(path)                                          # used now: the last to be pruned
+        else:
+            with contextlib.suppress(OSError): os.utime(path)         # used now: the last to be pruned (a read-only cache stays as it is)
         # AOTInductor's C++ loader, called with the inputs flattened in order: its Python wrapper imports the compiler
         # (a second, which a command loading a kept step would pay) and parses the call's signature at every call
         loader = torch._C._aoti.AOTIModelPackageLoader(str(path), "model", False, 1, -1)
