@@ -14,7 +14,7 @@ import torch
 from torch.export import Dim
 import torch.nn.functional as F
 from torch import nn, Tensor
-from .attention import PackedWeights, parameters_stamp
+from .attention import KVCache, PackedWeights, parameters_stamp
 from .layers import sinusoidal_encoding
 from .model import Transformer, TransformerConfig, DecoderCache, get_config, count_parameters
 from .runtime import torch_threads
@@ -29,7 +29,7 @@ from .decoding import DecodeConfig, IncrementalDecoder, greedy_decode, beam_sear
 __all__ = ['PRECISIONS', 'CONTENDERS', 'KEPT_STEPS', 'timing_host', 'TorchTransformerMT', 'synthetic_batches', 'matmul_shapes',
            'train_flops', 'matmul_ceiling', 'bench_train', 'bench_sources', 'bench_decode', 'bench_translate',
            'Int8Weights', 'Int8Decoder', 'DecodingStep', 'step_key', 'compile_step', 'compiled_step', 'prune_steps',
-           'load_or_compile_step', 'has_compiled_steps', 'CompiledDecoder', 'KeptStepsDecoder']
+           'load_or_compile_step', 'has_compiled_steps', 'CompiledDecoder', 'KeptStepsDecoder', 'IndirectKVCache']
 
 # %% ../nbs/19_speed.ipynb #8579f3c8
 def timing_host(
@@ -398,9 +398,11 @@ class DecodingStep(nn.Module):
                 v: list[Tensor],  # each layer's value buffer `[N, h, T, d_v]`, likewise
                 cross_k: list[Tensor],  # each layer's encoder keys `[B, h, S, d_k]`
                 cross_v: list[Tensor],  # each layer's encoder values `[B, h, S, d_v]`
+                rows: Tensor | None = None,  # beams: `IndirectKVCache.rows` `[N, T]`, the buffers' row of each row's position (then buffers may have more rows than N)
                 ) -> Tensor:
         "Log-probabilities `[N, V]` of the next token."
         cache = DecoderCache(len(k))
+        if rows is not None: cache.kv = IndirectKVCache(len(k)); cache.kv.rows = rows
         cache.kv.k, cache.kv.v, cache.kv.lengths = list(k), list(v), [position.size(0) - 2] * len(k)
         cache.cross = list(zip(cross_k, cross_v))
         return IncrementalDecoder.log_probs(self, self.model.decode(new, None, mask, cache)[:, -1])   # `log_probs` reads only `.model`
@@ -415,16 +417,19 @@ def step_key(model: Transformer, k: int) -> str:
     return h.hexdigest()[:32]
 
 def compile_step(model: Transformer, k: int, path: Path):
-    "Export `model`'s `DecodingStep` for `k` rows per sentence, every size dynamic, and compile it with AOTInductor into the package `path`."
+    "Export `model`'s `DecodingStep` for `k` rows per sentence (beams: reading an `IndirectKVCache`), every size dynamic, and compile it with AOTInductor into the package `path`."
     att, L = model.decoder.layers[0].self_attn, len(model.decoder.layers)
     B, S, T, t = 3, 7, 11, 4                                        # example sizes, no two alike
+    n = k * B if k == 1 else k * B + 2                              # the buffers' rows: beams' buffers keep the rows of finished sentences
     buffers = lambda *shape: [torch.zeros(*shape) for _ in range(L)]   # one tensor a layer, none shared
     ex = (torch.zeros(k * B, 1, dtype=torch.long), torch.ones(B, 1, 1, S, dtype=torch.bool), torch.empty(t + 2),
-          buffers(k * B, att.n_heads, T, att.d_k), buffers(k * B, att.n_heads, T, att.d_v),
+          buffers(n, att.n_heads, T, att.d_k), buffers(n, att.n_heads, T, att.d_v),
           buffers(B, att.n_heads, S, att.d_k), buffers(B, att.n_heads, S, att.d_v))
     b, s, room = Dim("sentences", min=1), Dim("source", min=2), Dim("room", min=4)
     rows, pos = (b if k == 1 else k * b), Dim("position", min=3, max=model.config.max_len + 1)
-    dims = ({0: rows}, {0: b, 3: s}, {0: pos}, [{0: rows, 2: room}] * L, [{0: rows, 2: room}] * L, [{0: b, 2: s}] * L, [{0: b, 2: s}] * L)
+    kept = rows if k == 1 else Dim.AUTO                           # the buffers keep the rows of finished sentences
+    dims = ({0: rows}, {0: b, 3: s}, {0: pos}, [{0: kept, 2: room}] * L, [{0: kept, 2: room}] * L, [{0: b, 2: s}] * L, [{0: b, 2: s}] * L)
+    if k > 1: ex, dims = ex + (torch.zeros(k * B, T, dtype=torch.long),), dims + ({0: rows, 1: room},)
     with torch.no_grad(), torch._inductor.config.patch(freezing=True):   # weights frozen into oneDNN's packed constants
         program = torch.export.export(DecodingStep(model).eval(), ex, dynamic_shapes=dims, strict=False,
                                       prefer_deferred_runtime_asserts_over_guards=True)
@@ -491,29 +496,65 @@ def has_compiled_steps(model: Transformer) -> bool:
 
 class CompiledDecoder(IncrementalDecoder):
     "The book's decoder with its steps compiled ahead of time (`DecodingStep`, AOTInductor): on a CPU, in float32, from the second position on."
-    compiled = None                        # the model's compiled step, looked up at the first step that runs it (once per decoding)
     compile_missing = True                 # compile a step the cache directory does not have yet (False: use only the kept ones)
 
+    def __init__(self, model: Transformer, src: Tensor, k: int = 1, max_steps: int = 256):
+        super().__init__(model, src, k, max_steps)
+        m = self.memory                                               # the encoder's output `[B, S, d_model]`
+        runs = m.device.type == "cpu" and m.dtype == torch.float32 and m.size(1) >= 2 and not torch.is_grad_enabled()
+        self.compiled = (compiled_step(model, k, self.compile_missing) or False) if runs else False   # False: weights that cannot be tracked, compiling failed
+        if self.compiled and k > 1: self.cache.kv = IndirectKVCache(len(model.decoder.layers), max_steps)   # beams reordered by reference
+
     def compiles(self, y: Tensor) -> bool:
-        "Whether this step runs compiled: after the first position, with two source positions or more, within the model's positions, in float32 on a CPU."
-        k = self.cache.cross[0][0] if self.cache.cross else None     # the first layer's encoder keys `[B, h, S, d_k]`
-        return (k is not None and 1 <= len(self.cache) < self.model.config.max_len and not self.shared and k.size(2) >= 2
-                and k.device.type == "cpu" and k.dtype == torch.float32 and not torch.is_grad_enabled())
+        "Whether this step runs compiled: a compiled step found, after the first position, within the model's positions, beams' rows reordered by reference."
+        return (self.compiled is not False and 1 <= len(self.cache) < self.model.config.max_len and not self.shared
+                and (self.k == 1 or self.cache.kv.rows is not None) and not torch.is_grad_enabled())
 
     def step(self, y: Tensor) -> Tensor:
         if not self.compiles(y): return super().step(y)
-        if self.compiled is None: self.compiled = compiled_step(self.model, self.k, self.compile_missing) or False
-        if self.compiled is False: return super().step(y)            # weights that cannot be tracked, or compiling failed
         t, kv, (B, _, S, _) = len(self.cache), self.cache.kv, self.cache.cross[0][0].shape
         if kv.room() <= t + 1: kv.grow(t + 2)                       # room for the new position and one more
         if self.mask is None: self.mask = torch.ones(B, 1, 1, S, dtype=torch.bool)   # one compiled step for padded and unpadded batches
         cross_k, cross_v = (list(c) for c in zip(*self.cache.cross))
+        rows = [] if self.k == 1 else [kv.rows]
         # the compiled code reads its inputs with the strides it was compiled for, those of contiguous tensors
-        if not all(b.is_contiguous() for b in kv.k + kv.v + cross_k + cross_v): return super().step(y)
-        logp = self.compiled(y[:, t:].contiguous(), self.mask.contiguous(), torch.empty(t + 2), kv.k, kv.v, cross_k, cross_v)
+        if not all(b.is_contiguous() for b in kv.k + kv.v + cross_k + cross_v + rows): return super().step(y)
+        logp = self.compiled(y[:, t:].contiguous(), self.mask.contiguous(), torch.empty(t + 2), kv.k, kv.v, cross_k, cross_v, *rows)
         kv.lengths = [t + 1] * kv.n_layers
         return logp
 
 class KeptStepsDecoder(CompiledDecoder):
     "`CompiledDecoder` that compiles nothing: the steps kept from an earlier compiling where there are some, the book's steps elsewhere."
     compile_missing = False
+
+# %% ../nbs/19_speed.ipynb #ba5b8629
+class IndirectKVCache(KVCache):
+    "`KVCache` whose `reorder` copies no keys: `rows[r, s]` is the buffers' row holding position s of row r, and `append` returns the keys read through it."
+    rows: Tensor | None = None   # `[N, room]`, made at the first reorder; at the positions not yet cached, each row's own index
+
+    def table(self, n: int, past: Tensor | None = None) -> Tensor:
+        "A table for `n` rows: `past`'s entries at the cached positions (if given), each row's own index at the others."
+        own = torch.arange(n, device=self.k[0].device)[:, None].expand(n, self.room())
+        return own.contiguous() if past is None else torch.cat([past[:, :self.length()], own[:, self.length():]], 1)
+
+    def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        if self.rows is None: return super().append(layer, k, v)
+        t, n, N = self.lengths[layer], k.size(2), k.size(0)
+        if t + n > self.room(): self.grow(t + n, k, v)
+        K, V = self.k[layer], self.v[layer]
+        K[:N, :, t:t + n], V[:N, :, t:t + n] = k, v                 # each row's new positions into its own row of the buffers
+        self.lengths[layer] = t + n
+        r, s = self.rows[:, None, :t + n], torch.arange(t + n, device=K.device)
+        h = torch.arange(K.size(1), device=K.device)[:, None]
+        return K[r, h, s], V[r, h, s]                               # `[N, h, t+n, d]`: row r's position s from the buffers' row rows[r, s]
+
+    def grow(self, need: int, k: Tensor | None = None, v: Tensor | None = None):
+        super().grow(need, k, v)
+        if self.rows is not None: self.rows = self.table(self.rows.size(0), self.rows)
+
+    def reorder(self, rows: Tensor):
+        "Reorder the table's rows; the buffers are copied only where there are more rows than they hold (a beam search's first reorder)."
+        if self.k is None: return
+        if rows.numel() > self.k[0].size(0): super().reorder(rows); self.rows = self.table(rows.numel()); return
+        past = self.table(self.k[0].size(0)) if self.rows is None else self.rows
+        self.rows = self.table(rows.numel(), past.index_select(0, rows))
