@@ -549,13 +549,14 @@ class IndirectKVCache(KVCache):
         return K[r, h, s], V[r, h, s]                               # `[N, h, t+n, d]`: row r's position s from the buffers' row rows[r, s]
 
     def grow(self, need: int, k: Tensor | None = None, v: Tensor | None = None):
-        "`KVCache.grow`, the rows still decoding gathered through the table first: the rows of finished sentences are not copied on."
-        if self.rows is not None:
+        "`KVCache.grow`; where sentences have finished, the rows still decoding are first gathered through the table, so the finished ones are not copied on."
+        if self.rows is not None and self.rows.size(0) < self.k[0].size(0):
             t, r = self.length(), self.rows[:, None, :self.length()]
             h, s = torch.arange(self.k[0].size(1), device=r.device)[:, None], torch.arange(t, device=r.device)
             self.k, self.v, self._spare = [K[r, h, s] for K in self.k], [V[r, h, s] for V in self.v], None
+            self.rows = self.table(self.rows.size(0))                     # each row in its own row of the buffers again
         super().grow(need, k, v)
-        if self.rows is not None: self.rows = self.table(self.rows.size(0))                 # each row in its own row of the buffers again
+        if self.rows is not None: self.rows = self.table(self.rows.size(0), self.rows)
 
     def reorder(self, rows: Tensor):
         "Reorder the table's rows; the buffers are copied only where there are more rows than they hold (a beam search's first reorder)."
