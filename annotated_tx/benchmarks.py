@@ -427,8 +427,8 @@ def compile_step(model: Transformer, k: int, path: Path):
           buffers(B, att.n_heads, S, att.d_k), buffers(B, att.n_heads, S, att.d_v))
     b, s, room = Dim("sentences", min=1), Dim("source", min=2), Dim("room", min=4)
     rows, pos = (b if k == 1 else k * b), Dim("position", min=3, max=model.config.max_len + 1)
-    kept = rows if k == 1 else Dim.AUTO                           # the buffers keep the rows of finished sentences
-    dims = ({0: rows}, {0: b, 3: s}, {0: pos}, [{0: kept, 2: room}] * L, [{0: kept, 2: room}] * L, [{0: b, 2: s}] * L, [{0: b, 2: s}] * L)
+    buffer_rows = rows if k == 1 else Dim.AUTO                    # beams' buffers keep the rows of finished sentences
+    dims = ({0: rows}, {0: b, 3: s}, {0: pos}, [{0: buffer_rows, 2: room}] * L, [{0: buffer_rows, 2: room}] * L, [{0: b, 2: s}] * L, [{0: b, 2: s}] * L)
     if k > 1: ex, dims = ex + (torch.zeros(k * B, T, dtype=torch.long),), dims + ({0: rows, 1: room},)
     with torch.no_grad(), torch._inductor.config.patch(freezing=True):   # weights frozen into oneDNN's packed constants
         program = torch.export.export(DecodingStep(model).eval(), ex, dynamic_shapes=dims, strict=False,
