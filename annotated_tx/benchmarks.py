@@ -420,14 +420,13 @@ def compile_step(model: Transformer, k: int, path: Path):
     "Export `model`'s `DecodingStep` for `k` rows per sentence (beams: reading an `IndirectKVCache`), every size dynamic, and compile it with AOTInductor into the package `path`."
     att, L = model.decoder.layers[0].self_attn, len(model.decoder.layers)
     B, S, T, t = 3, 7, 11, 4                                        # example sizes, no two alike
-    n = k * B if k == 1 else k * B + 2                              # the buffers' rows: beams' buffers keep the rows of finished sentences
     buffers = lambda *shape: [torch.zeros(*shape) for _ in range(L)]   # one tensor a layer, none shared
+    b, s, room = Dim("sentences", min=1), Dim("source", min=2), Dim("room", min=4)
+    rows, pos = (b if k == 1 else k * b), Dim("position", min=3, max=model.config.max_len + 1)
+    n, buffer_rows = (k * B, rows) if k == 1 else (k * B + 2, Dim.AUTO)   # beams' buffers keep the rows of finished sentences
     ex = (torch.zeros(k * B, 1, dtype=torch.long), torch.ones(B, 1, 1, S, dtype=torch.bool), torch.empty(t + 2),
           buffers(n, att.n_heads, T, att.d_k), buffers(n, att.n_heads, T, att.d_v),
           buffers(B, att.n_heads, S, att.d_k), buffers(B, att.n_heads, S, att.d_v))
-    b, s, room = Dim("sentences", min=1), Dim("source", min=2), Dim("room", min=4)
-    rows, pos = (b if k == 1 else k * b), Dim("position", min=3, max=model.config.max_len + 1)
-    buffer_rows = rows if k == 1 else Dim.AUTO                    # beams' buffers keep the rows of finished sentences
     dims = ({0: rows}, {0: b, 3: s}, {0: pos}, [{0: buffer_rows, 2: room}] * L, [{0: buffer_rows, 2: room}] * L, [{0: b, 2: s}] * L, [{0: b, 2: s}] * L)
     if k > 1: ex, dims = ex + (torch.zeros(k * B, T, dtype=torch.long),), dims + ({0: rows, 1: room},)
     with torch.no_grad(), torch._inductor.config.patch(freezing=True):   # weights frozen into oneDNN's packed constants
@@ -534,8 +533,14 @@ class IndirectKVCache(KVCache):
 
     def table(self, n: int, past: Tensor | None = None) -> Tensor:
         "A table for `n` rows: `past`'s entries at the cached positions (if given), each row's own index at the others."
-        own = torch.arange(n, device=self.k[0].device)[:, None].expand(n, self.room())
-        return own.contiguous() if past is None else torch.cat([past[:, :self.length()], own[:, self.length():]], 1)
+        own, t = torch.arange(n, device=self.k[0].device)[:, None].expand(n, self.room()), self.length()
+        return own.contiguous() if past is None else torch.cat([past[:, :t], own[:, t:]], 1)
+
+    def read(self, buffer: Tensor, n: int) -> Tensor:
+        "The first `n` positions of every row from one of the buffers `[rows, h, T, d]`, each from the row the table names: `[N, h, n, d]`."
+        r = self.rows[:, None, :n]
+        h, s = torch.arange(buffer.size(1), device=buffer.device)[:, None], torch.arange(n, device=buffer.device)
+        return buffer[r, h, s]                                      # row r's position s from the buffers' row rows[r, s]
 
     def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         if self.rows is None: return super().append(layer, k, v)
@@ -544,16 +549,13 @@ class IndirectKVCache(KVCache):
         K, V = self.k[layer], self.v[layer]
         K[:N, :, t:t + n], V[:N, :, t:t + n] = k, v                 # each row's new positions into its own row of the buffers
         self.lengths[layer] = t + n
-        r, s = self.rows[:, None, :t + n], torch.arange(t + n, device=K.device)
-        h = torch.arange(K.size(1), device=K.device)[:, None]
-        return K[r, h, s], V[r, h, s]                               # `[N, h, t+n, d]`: row r's position s from the buffers' row rows[r, s]
+        return self.read(K, t + n), self.read(V, t + n)
 
     def grow(self, need: int, k: Tensor | None = None, v: Tensor | None = None):
         "`KVCache.grow`; where sentences have finished, the rows still decoding are first gathered through the table, so the finished ones are not copied on."
         if self.rows is not None and self.rows.size(0) < self.k[0].size(0):
-            t, r = self.length(), self.rows[:, None, :self.length()]
-            h, s = torch.arange(self.k[0].size(1), device=r.device)[:, None], torch.arange(t, device=r.device)
-            self.k, self.v, self._spare = [K[r, h, s] for K in self.k], [V[r, h, s] for V in self.v], None
+            t = self.length()
+            self.k, self.v, self._spare = [self.read(K, t) for K in self.k], [self.read(V, t) for V in self.v], None
             self.rows = self.table(self.rows.size(0))                     # each row in its own row of the buffers again
         super().grow(need, k, v)
         if self.rows is not None: self.rows = self.table(self.rows.size(0), self.rows)
