@@ -6,16 +6,15 @@ Docs: https://annotated-tx.github.io/annotated_tx/attention.html.md"""
 
 # %% ../nbs/01_attention.ipynb #6a5bd401
 from __future__ import annotations
-import contextlib, math, weakref
+import math
 import torch
-from torch.optim.optimizer import register_optimizer_step_post_hook
 import torch.nn.functional as F
 from torch import nn, Tensor
 
+
 # %% auto #0
-__all__ = ['subsequent_mask', 'causal_mask', 'padding_mask', 'attention', 'fast_attention', 'alibi_bias', 'packs',
-           'parameters_stamp', 'PackedWeights', 'packed_weights', 'linear', 'Linear', 'MultiHeadAttention', 'KVCache',
-           'attention_chart']
+__all__ = ['subsequent_mask', 'causal_mask', 'padding_mask', 'attention', 'fast_attention', 'alibi_bias', 'MultiHeadAttention',
+           'KVCache', 'attention_chart']
 
 # %% ../nbs/01_attention.ipynb #fa35f1db
 def subsequent_mask(
@@ -84,7 +83,7 @@ def fast_attention(
         causal = False
     if causal and q.size(-2) != k.size(-2):  # SDPA aligns its causal mask top-left; ours is bottom-right
         mask, causal = causal_mask(q.size(-2), k.size(-2), q.device), False
-    # compiled with dynamic shapes, `causal` can be a symbolic comparison of sizes; an `if` makes it a bool, as SDPA requires
+    # under torch.compile `causal` can be a symbolic comparison of sizes; `if` makes it the bool SDPA requires
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=True if causal else False)
 
 # %% ../nbs/01_attention.ipynb #c41dcddd
@@ -98,63 +97,6 @@ def alibi_bias(
     j = torch.arange(n_k, device=slopes.device)
     return -slopes[:, None, None] * (i[:, None] - j[None, :]).abs().to(slopes.dtype)
 
-# %% ../nbs/01_attention.ipynb #c0a1b2d4
-def packs(x: Tensor, weight: Tensor) -> bool:
-    "Whether x·Wᵀ can multiply by a packed W: float32 inference on a CPU with oneDNN (no autograd, no autocast, not being compiled)."
-    return (x.device.type == "cpu" and x.dtype == weight.dtype == torch.float32 and not torch.is_grad_enabled()
-            and torch.backends.mkldnn.is_available() and not torch.is_autocast_enabled("cpu")
-            and not torch.compiler.is_compiling())
-
-_KEPT = weakref.WeakKeyDictionary()   # model -> {store class: (the parameters' stamp when it was made, the store)}
-_STEPS = [0]                          # optimizer steps taken in this process: a fused optimizer writes without a version bump
-
-def _count_step(*_) -> None: _STEPS[0] += 1
-register_optimizer_step_post_hook(_count_step)   # every torch.optim optimizer, once per process
-
-def parameters_stamp(model: nn.Module) -> tuple | None:
-    "The optimizer steps so far, and where each parameter's storage is and how often it was written in place (None: not tracked, e.g. inference tensors)."
-    try: return _STEPS[0], [(p.data_ptr(), p._version) for p in model.parameters()]
-    except RuntimeError: return None
-
-class PackedWeights(dict):
-    "A model's weights in oneDNN's blocked layout, by key, each packed at its first use; a subclass packs them otherwise."
-    @classmethod
-    def of(cls, model: nn.Module) -> "PackedWeights":
-        "`model`'s store of this kind, kept across translations while its parameters stay the same tensors, unwritten and no optimizer has stepped."
-        stamp, kept = parameters_stamp(model), _KEPT.setdefault(model, {})
-        if stamp is None or cls not in kept or kept[cls][0] != stamp: kept[cls] = (stamp, cls())
-        return kept[cls][1]
-
-    def pack(self, weight: Tensor, bias: Tensor | None) -> object:
-        "W, rearranged once for oneDNN's float32 kernels."
-        return torch.ops.mkldnn._reorder_linear_weight(weight.detach(), 64)
-
-    def multiply(self, x: Tensor, packed: object, bias: Tensor | None) -> Tensor:
-        "x·Wᵀ + b by the packed W."
-        return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
-
-_PACKED: PackedWeights | None = None   # the packed weights of the translation under way; None: plain `F.linear` everywhere
-
-@contextlib.contextmanager
-def packed_weights(store: PackedWeights | None):
-    "Inside, `linear` (and so `Linear`) multiplies by packed copies of the weights, kept in `store` for the scope (None: plain)."
-    global _PACKED
-    was, _PACKED = _PACKED, store
-    try: yield store
-    finally: _PACKED = was
-
-def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None, *, key: object = None) -> Tensor:
-    "`F.linear(x, weight, bias)`; inside `packed_weights`, by a copy of `weight` packed at its first use and kept under `key` (ids: a store holds no module)."
-    if _PACKED is None or key is None or not packs(x, weight): return F.linear(x, weight, bias)
-    packed = _PACKED.get(key)
-    if packed is None: packed = _PACKED[key] = _PACKED.pack(weight, bias)
-    return _PACKED.multiply(x, packed, bias)
-
-class Linear(nn.Linear):
-    "`nn.Linear` (same parameters, same state dict) whose product goes through `linear`: packed inside `packed_weights`."
-    def forward(self, x: Tensor) -> Tensor: return linear(x, self.weight, self.bias, key=id(self))
-
-
 # %% ../nbs/01_attention.ipynb #36f2c76b
 class MultiHeadAttention(nn.Module):
     "Multi-head attention, §3.2.2: h heads of size d_k (d_v for values), then the output projection W^O."
@@ -164,177 +106,92 @@ class MultiHeadAttention(nn.Module):
                  dropout: float = 0.0,  # dropout on the attention weights
                  d_k: int | None = None,  # key/query size per head (default d_model / h)
                  d_v: int | None = None,  # value size per head (default d_model / h)
-                 bias: bool = True,  # biases in the projections
-                 rotary: nn.Module | None = None,  # RoPE: `rotary(x, offset)` rotates q and k `[B, h, L, d_k]` (self-attention only)
-                 alibi_slopes: Tensor | None = None):  # ALiBi: `[h]` slopes of the distance penalty (self-attention only)
+                 bias: bool = True):  # biases in the projections
         super().__init__()
-        if d_k is None or d_v is None:
-            if d_model % n_heads: raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        if (d_k is None or d_v is None) and d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         self.n_heads, self.d_k, self.d_v = n_heads, d_k or d_model // n_heads, d_v or d_model // n_heads
         self.dropout = dropout
-        self.w_q = Linear(d_model, n_heads * self.d_k, bias=bias)
-        self.w_k = Linear(d_model, n_heads * self.d_k, bias=bias)
-        self.w_v = Linear(d_model, n_heads * self.d_v, bias=bias)
-        self.w_o = Linear(n_heads * self.d_v, d_model, bias=bias)
+        self.w_q = nn.Linear(d_model, n_heads * self.d_k, bias=bias)
+        self.w_k = nn.Linear(d_model, n_heads * self.d_k, bias=bias)
+        self.w_v = nn.Linear(d_model, n_heads * self.d_v, bias=bias)
+        self.w_o = nn.Linear(n_heads * self.d_v, d_model, bias=bias)
         self.keep_weights, self.weights = False, None
-        self.rotary = rotary                                          # a submodule, or None
-        self.register_buffer("alibi_slopes", alibi_slopes, persistent=False)   # None when off; not in the state dict
 
     def split(self, x: Tensor, d: int) -> Tensor:
         "`[B, L, h*d]` -> `[B, h, L, d]`"
         return x.view(x.size(0), x.size(1), self.n_heads, d).transpose(1, 2)
 
     def merge(self, x: Tensor) -> Tensor:
-        "`[..., h, L, d]` -> `[..., L, h*d]`: the heads side by side, the inverse of `split`."
-        return x.transpose(-3, -2).reshape(*x.shape[:-3], x.size(-2), -1)
+        "`[B, h, L, d]` -> `[B, L, h*d]`: the heads side by side, the inverse of `split`."
+        return x.transpose(1, 2).reshape(x.size(0), x.size(2), -1)
 
     def project_q(self, x: Tensor, offset: int = 0) -> Tensor:
-        "Queries `[B, h, L, d_k]` of `x` `[B, L, d_model]` at positions offset, offset+1, … (RoPE rotates them there)."
-        q = self.split(self.w_q(x), self.d_k)
-        return q if self.rotary is None else self.rotary(q, offset)
+        "Queries `[B, h, L, d_k]` of `x` `[B, L, d_model]`, whose rows sit at positions offset, offset+1, …"
+        return self.split(self.w_q(x), self.d_k)
 
-    def project_kv(self, x: Tensor, offset: int = 0) -> tuple[Tensor, Tensor]:
-        "Keys `[B, h, L, d_k]` (rotated by RoPE) and values `[B, h, L, d_v]` of `x`."
-        k = self.split(self.w_k(x), self.d_k)
-        return k if self.rotary is None else self.rotary(k, offset), self.split(self.w_v(x), self.d_v)
+    def project_kv(self, key: Tensor, value: Tensor | None = None, offset: int = 0) -> tuple[Tensor, Tensor]:
+        "Keys `[B, h, L, d_k]` of `key` and values `[B, h, L, d_v]` of `value` (default: `key`)."
+        return self.split(self.w_k(key), self.d_k), self.split(self.w_v(key if value is None else value), self.d_v)
 
-    def qkv_weights(self) -> tuple[Tensor, Tensor | None]:
-        "W^Q, W^K, W^V stacked into one matrix (and their biases into one vector)."
-        ps = (self.w_q, self.w_k, self.w_v)
-        return torch.cat([p.weight for p in ps]), None if self.w_q.bias is None else torch.cat([p.bias for p in ps])
+    def project_qkv(self, x: Tensor, offset: int = 0) -> tuple[Tensor, Tensor, Tensor]:
+        "Self-attention's queries, keys and values of `x` in one product, by W^Q, W^K, W^V stacked (as `nn.MultiheadAttention` has them)."
+        ws = (self.w_q, self.w_k, self.w_v)
+        b = None if self.w_q.bias is None else torch.cat([w.bias for w in ws])
+        q, k, v = F.linear(x, torch.cat([w.weight for w in ws]), b).split([w.out_features for w in ws], -1)
+        return self.split(q, self.d_k), self.split(k, self.d_k), self.split(v, self.d_v)
 
-    def project_qkv(self, x: Tensor, offset: int = 0, weights: tuple[Tensor, Tensor | None] | None = None) -> tuple[Tensor, Tensor, Tensor]:
-        "Self-attention's queries, keys and values in one matrix product of width 2·h·d_k + h·d_v (`weights`: `qkv_weights()` made earlier)."
-        w, b = self.qkv_weights() if weights is None else weights
-        h, d_k, d_v = self.n_heads, self.d_k, self.d_v
-        q, k, v = linear(x, w, b, key=(id(self), "qkv")).split([h * d_k, h * d_k, h * d_v], -1)
-        q, k, v = self.split(q, d_k), self.split(k, d_k), self.split(v, d_v)
-        if self.rotary is not None: q, k = self.rotary(q, offset), self.rotary(k, offset)
-        return q, k, v
-
-    def attend(self,
-               q: Tensor,  # `[N, h, L_q, d_k]` queries; N may be g·B: g rows of queries share each row of keys (beams)
-               k: Tensor,  # `[B, h, L_k, d_k]` keys
-               v: Tensor,  # `[B, h, L_k, d_v]` values
-               mask: Tensor | None = None,  # boolean, broadcastable to `[B, h, g·L_q, L_k]`
-               causal: bool = False,  # the queries are the last L_q positions of the keys, each sees only its past
-               ) -> Tensor:
-        "Eq. (1) for every head, the heads concatenated and projected by W^O: `[N, L_q, d_model]`."
-        B, h, L_q = k.size(0), self.n_heads, q.size(2)
-        g = q.size(0) // B
-        if g > 1: q = q.view(B, g, h, L_q, self.d_k).transpose(1, 2).reshape(B, h, g * L_q, self.d_k)
-        bias = None if self.alibi_slopes is None else alibi_bias(self.alibi_slopes, L_q, k.size(2))
-        # one query per row (a decoding step) sees every key: no causal mask to build
-        out = self.kernel(q, k, v, mask, causal and L_q > 1, bias, step=L_q == 1 and not torch.is_grad_enabled())
-        if g > 1: out = out.view(B, h, g, L_q, self.d_v).transpose(1, 2)       # [B, g, h, L_q, d_v]
-        out = self.merge(out)
-        return self.w_o(out if g == 1 else out.view(B * g, L_q, h * self.d_v))
-
-    def kernel(self,
-               q: Tensor,  # `[B, h, L, d_k]` queries (a beam's rows already grouped with their keys' row)
-               k: Tensor,  # `[B, h, L_k, d_k]` keys
-               v: Tensor,  # `[B, h, L_k, d_v]` values
-               mask: Tensor | None,  # boolean, broadcastable to `[B, h, L, L_k]`
-               causal: bool,  # the queries are the last L positions of the keys, each sees only its past
-               bias: Tensor | None,  # float, broadcastable to `[B, h, L, L_k]`, added to the scores (ALiBi), or None
-               step: bool,  # a decoding step: one query per row, no gradients
-               ) -> Tensor:
-        "Eq. (1) for every head `[B, h, L, d_v]`: written out for its weights, a decoding step or a CPU in bf16/float16, fused elsewhere."
-        # a decoding step's few queries per row leave a fused kernel little to fuse; on a CPU below float32 the fused
-        # kernel runs one oneDNN product per sentence and head, about four times the explicit form's time (chapter 09)
+    def kernel(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, bias: Tensor | None = None) -> Tensor:
+        "Eq. (1) for every head: written out when the weights are kept or on a CPU below float32, fused otherwise."
         p = self.dropout if self.training else 0.0
-        slow_fused = q.device.type == "cpu" and q.dtype != torch.float32
-        if not (self.keep_weights or step or slow_fused): return fast_attention(q, k, v, mask, causal, p, bias)
+        if not (self.keep_weights or (q.device.type == "cpu" and q.dtype != torch.float32)):
+            return fast_attention(q, k, v, mask, causal, p, bias)
         out, weights = attention(q, k, v, mask, causal, p, bias)
         if self.keep_weights: self.weights = weights
         return out
 
     def forward(self,
-                query: Tensor,  # `[N, L_q, d_model]`
-                key: Tensor | None = None,  # `[B, L_k, d_model]`; the same tensor as `query` (and `value`) for self-attention
-                value: Tensor | None = None,  # `[B, L_k, d_model]`
+                query: Tensor,  # `[B, L_q, d_model]`
+                key: Tensor | None = None,  # `[B, L_k, d_model]`; the same tensor as `query` for self-attention
+                value: Tensor | None = None,  # `[B, L_k, d_model]` (default: `key`)
                 mask: Tensor | None = None,  # boolean, broadcastable to `[B, h, L_q, L_k]`
                 causal: bool = False,  # apply the subsequent mask
-                cache: KVCache | None = None,  # self-attention: earlier positions' keys/values, extended in place
+                cache: KVCache | None = None,  # self-attention: earlier positions' keys and values, extended here
                 layer: int = 0,  # this layer's index in `cache`
-                kv: tuple[Tensor, Tensor] | None = None,  # keys and values already projected (`project_kv` of the encoder output)
+                kv: tuple[Tensor, Tensor] | None = None,  # keys and values projected already (the encoder output's, once)
                 ) -> Tensor:
         offset = 0 if cache is None else cache.length(layer)      # the new positions start after the cached ones
-        if kv is not None: q, (k, v) = self.project_q(query), kv
-        elif key is query and value is query:                    # a cache keeps the stacked weights for the whole decoding
-            q, k, v = self.project_qkv(query, offset, None if cache is None else cache.qkv_weights(layer, self))
-        else: q, (k, v) = self.project_q(query, offset), self.project_kv(key, offset)
+        if kv is not None:
+            q, (k, v) = self.project_q(query, offset), kv
+        elif key is query and (value is None or value is query):     # self-attention
+            q, k, v = self.project_qkv(query, offset)
+        else:
+            q, (k, v) = self.project_q(query, offset), self.project_kv(key, value, offset)
         if cache is not None: k, v = cache.append(layer, k, v)
-        return self.attend(q, k, v, mask, causal)
+        return self.w_o(self.merge(self.kernel(q, k, v, mask, causal)))
+
 
 # %% ../nbs/01_attention.ipynb #d0d94c19
 class KVCache:
-    "Self-attention keys and values of the positions seen so far, for `n_layers` layers: one `[rows, h, T, d]` buffer per layer, written in place."
-    def __init__(self,
-                 n_layers: int = 1,  # layers that share the cache (each reads and writes its own buffers)
-                 max_len: int | None = None):  # most positions it will hold; the buffers start at 16 and double up to this
-        self.n_layers, self.max_len = n_layers, max_len
-        self.k = self.v = self._spare = None   # lists of n_layers buffers each, once the first keys arrive
-        self.lengths = [0] * n_layers
-        self._qkv = {}                 # layer -> its stacked W^Q, W^K, W^V: made once per decoding, while the weights are fixed
+    "Self-attention keys and values of the positions seen so far: one pair of tensors `[rows, h, t, d]` per layer."
+    def __init__(self, n_layers: int = 1):  # layers that share the cache, each with its own keys and values
+        self.k, self.v = [None] * n_layers, [None] * n_layers
 
     def length(self, layer: int = 0) -> int:
         "Positions cached for `layer`."
-        return self.lengths[layer]
-
-    def room(self) -> int:
-        "Positions the buffers hold before they must grow."
-        return 0 if self.k is None else self.k[0].size(2)
-
-    def qkv_weights(self, layer: int, attn: nn.Module) -> tuple[Tensor, Tensor | None]:
-        "The layer's `attn.qkv_weights()`, stacked at its first step and reused at every later one."
-        if torch.compiler.is_compiling(): return attn.qkv_weights()   # in a compiled step: from the parameters, folded into a constant
-        if layer not in self._qkv: self._qkv[layer] = attn.qkv_weights()
-        return self._qkv[layer]
+        return 0 if self.k[layer] is None else self.k[layer].size(2)
 
     def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        "Write `k`, `v` `[rows, h, n, d]` after the layer's cached positions; return all its keys and values so far."
-        t, n = self.lengths[layer], k.size(2)
-        if t + n > self.room(): self.grow(t + n, k, v)
-        self.k[layer][:, :, t:t + n], self.v[layer][:, :, t:t + n] = k, v
-        self.lengths[layer] = t + n
-        return self.k[layer][:, :, :t + n], self.v[layer][:, :, :t + n]
+        "Add `k`, `v` `[rows, h, n, d]` after the layer's cached positions; return all its keys and values so far."
+        if self.k[layer] is not None: k, v = torch.cat([self.k[layer], k], 2), torch.cat([self.v[layer], v], 2)
+        self.k[layer], self.v[layer] = k, v
+        return k, v
 
-    def grow(self,
-             need: int,  # positions the buffers must hold
-             k: Tensor | None = None,  # keys `[rows, h, n, d]` that set the buffers' shape, dtype and device (default: the buffers')
-             v: Tensor | None = None):  # values, likewise
-        "Make room for `need` positions: double the room (at least 16, at most `max_len` unless `need` is more), the cached positions copied over."
-        T = max(16, 2 * self.room())
-        T = max(need, T if self.max_len is None else min(T, self.max_len))
-        like = (k, v) if self.k is None else (self.k[0], self.v[0])
-        new = [[x.new_empty(x.size(0), x.size(1), T, x.size(3)) for _ in range(self.n_layers)] for x in like]
-        if self.k is not None:
-            t = max(self.lengths)
-            for bufs, olds in zip(new, (self.k, self.v)):
-                for b, old in zip(bufs, olds): b[:, :, :t] = old[:, :, :t]
-        (self.k, self.v), self._spare = new, None
+    def reorder(self, rows: Tensor):  # new row r continues old row rows[r] (beams; fewer rows when sentences finish)
+        "Reorder the rows of every layer: each row copied."
+        self.k = [None if t is None else t.index_select(0, rows) for t in self.k]
+        self.v = [None if t is None else t.index_select(0, rows) for t in self.v]
 
-    def reorder(self,
-                rows: Tensor):  # new row r continues old row rows[r] (beams; fewer rows when sentences finish)
-        "Reorder the rows of every layer into spare buffers, each row copied whole; the two sets of buffers swap roles."
-        if self.k is None: return
-        if self.k[0].requires_grad:                                 # under autograd: plain copies, no buffer reuse
-            self.k, self.v = [b.index_select(0, rows) for b in self.k], [b.index_select(0, rows) for b in self.v]; return
-        spares = self._spare or [[None] * self.n_layers] * 2
-        new = []
-        for olds, spare in zip((self.k, self.v), spares):
-            layers = []
-            for old, s in zip(olds, spare):
-                shape = (rows.numel(),) + old.shape[1:]
-                if s is None or s.numel() < math.prod(shape): s = old.new_empty(shape)
-                b = s.view(-1)[:math.prod(shape)].view(shape)      # the spare's storage, with fewer rows after drops
-                # whole rows, free room included: one contiguous copy a row beats its filled part in pieces
-                torch.index_select(old.view(old.size(0), -1), 0, rows, out=b.view(rows.numel(), -1))
-                layers.append(b)
-            new.append(layers)
-        self._spare = [self.k, self.v]
-        self.k, self.v = new
 
 # %% ../nbs/01_attention.ipynb #ac805725
 def attention_chart(

@@ -6,30 +6,25 @@ Docs: https://annotated-tx.github.io/annotated_tx/speed.html.md"""
 
 # %% ../nbs/19_speed.ipynb #e5bb50ac
 from __future__ import annotations
-import annotated_tx
-import contextlib, hashlib, math, os, statistics, sys, time, warnings, weakref
+import math, statistics, sys, time
 from pathlib import Path
 from typing import Callable
 import torch
-from torch.export import Dim
 import torch.nn.functional as F
 from torch import nn, Tensor
-from .attention import KVCache, PackedWeights, parameters_stamp
 from .layers import sinusoidal_encoding
-from .model import Transformer, TransformerConfig, DecoderCache, get_config, count_parameters
+from .model import Transformer, TransformerConfig, get_config, count_parameters
 from .runtime import torch_threads
 from .batching import Batch, make_batch
 from .optimization import make_optimizer
 from .trainer import TrainConfig, learning_rate, update_step
 from .runtime import resolve_device, native_bf16, retain_freed_memory, host_info, describe_host, say
-from .data import cache_dir
-from .decoding import DecodeConfig, IncrementalDecoder, greedy_decode, beam_search
+from .decoding import DecodeConfig, greedy_decode, beam_search
+from .engine import EngineDecoder
 
 # %% auto #0
-__all__ = ['PRECISIONS', 'CONTENDERS', 'KEPT_STEPS', 'timing_host', 'TorchTransformerMT', 'synthetic_batches', 'matmul_shapes',
-           'train_flops', 'matmul_ceiling', 'bench_train', 'bench_sources', 'bench_decode', 'bench_translate',
-           'Int8Weights', 'Int8Decoder', 'DecodingStep', 'step_key', 'compile_step', 'compiled_step', 'prune_steps',
-           'load_or_compile_step', 'has_compiled_steps', 'CompiledDecoder', 'KeptStepsDecoder', 'IndirectKVCache']
+__all__ = ['PRECISIONS', 'CONTENDERS', 'timing_host', 'TorchTransformerMT', 'synthetic_batches', 'matmul_shapes', 'train_flops',
+           'matmul_ceiling', 'bench_train', 'bench_sources', 'bench_decode', 'bench_translate']
 
 # %% ../nbs/19_speed.ipynb #8579f3c8
 def timing_host(
@@ -268,7 +263,7 @@ def bench_decode(
     device: str = "cpu",  # where to run
     seed: int = 0,  # seed of the weights and the sources
     retain_memory: bool = True,  # keep freed memory for reuse on the CPU, as `annotated-tx translate` does (`load_translator`)
-    decoders: dict[str, type] | None = None,  # our contenders: name -> step machinery (default: {'ours': IncrementalDecoder})
+    decoders: dict[str, type] | None = None,  # our contenders: name -> step machinery (default: {'ours': EngineDecoder})
 ) -> dict[str, list[float]]:
     "Time greedy and beam-search decoding, ours, Marian's and CTranslate2's on the same weights, interleaved; prints tokens/s and ratios."
     cfg = get_config(config)
@@ -281,7 +276,7 @@ def bench_decode(
     T = new_tokens
     limits = dict(max_len_a=0, max_len_b=T, min_len=T)                   # exactly T tokens
     contenders = {}
-    for name, dec in (decoders or {"ours": IncrementalDecoder}).items():
+    for name, dec in (decoders or {"ours": EngineDecoder}).items():
         contenders[f"{name} greedy"] = lambda dec=dec: greedy_decode(model, src, DecodeConfig(search="greedy", **limits), decoder=dec)[0]
         contenders[f"{name} beam-{beam}"] = lambda dec=dec: beam_search(model, src, DecodeConfig(beam=beam, alpha=0.6, **limits), decoder=dec)[0]
     if peers is not None: contenders.update(peers(model, src, T, beam))
@@ -359,210 +354,3 @@ def _print_translate(
         ratio = "" if r["ratio"] is None else " ".join(f"{x:.2f}" for x in r["ratios"]) + f"; {r['ratio']:.2f}x"
         print(f"{name:30} {s:6.2f} {r['lines'] / s:7.0f} {r['bleu']:6.2f} {same:>20}   {ratio}")
 
-
-# %% ../nbs/19_speed.ipynb #cdd3df91
-class Int8Weights(PackedWeights):
-    "A model's weights in int8 with a scale per row, for FBGEMM's kernels (PyTorch's dynamic quantization); each product quantizes its input as it goes."
-    def pack(self, weight: Tensor, bias: Tensor | None) -> object:
-        "W quantized per row, symmetrically, as torch's `per_channel_dynamic_qconfig` does, and packed with b."
-        from torch.ao.quantization.observer import PerChannelMinMaxObserver
-        w = weight.detach().float()
-        with warnings.catch_warnings():             # torch's deprecation notices, once per matrix (the chapter quotes them)
-            warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))
-            observer = PerChannelMinMaxObserver(dtype=torch.qint8, qscheme=torch.per_channel_symmetric)
-            observer(w)
-            scale, zero = observer.calculate_qparams()
-            q = torch.quantize_per_channel(w, scale.double(), zero.long(), 0, torch.qint8)
-        return torch.ops.quantized.linear_prepack(q, None if bias is None else bias.detach().float())
-
-    def multiply(self, x: Tensor, packed: object, bias: Tensor | None) -> Tensor:
-        "x·Wᵀ + b in int8 (b is packed with W), the input quantized on the fly in a reduced range, as torch's dynamic `Linear` does."
-        return torch.ops.quantized.linear_dynamic(x, packed, True)
-
-class Int8Decoder(IncrementalDecoder):
-    "The book's decoder with every product by a weight matrix in int8 (`Int8Weights`): on a CPU, in float32 models."
-    store = Int8Weights
-
-# %% ../nbs/19_speed.ipynb #c9f1a3d7
-class DecodingStep(nn.Module):
-    "One cached decoding step of `model` on plain tensors, as `IncrementalDecoder.step` computes it from the second position on: what `CompiledDecoder` compiles."
-    def __init__(self, model: Transformer):
-        super().__init__()
-        self.model = model
-
-    def forward(self,
-                new: Tensor,  # `[N, 1]` the new position's tokens (N = k·B rows)
-                mask: Tensor,  # `[B, 1, 1, S]` the sources' padding mask
-                position: Tensor,  # any `[t + 2]` tensor: the new position t, carried by a size so that it stays a symbol (and is never 0 or 1)
-                k: list[Tensor],  # each layer's key buffer `[N, h, T, d_k]`, the first t positions filled (written in place)
-                v: list[Tensor],  # each layer's value buffer `[N, h, T, d_v]`, likewise
-                cross_k: list[Tensor],  # each layer's encoder keys `[B, h, S, d_k]`
-                cross_v: list[Tensor],  # each layer's encoder values `[B, h, S, d_v]`
-                rows: Tensor | None = None,  # beams: `IndirectKVCache.rows` `[N, T]`, the buffers' row of each row's position (then buffers may have more rows than N)
-                ) -> Tensor:
-        "Log-probabilities `[N, V]` of the next token."
-        cache = DecoderCache(len(k))
-        if rows is not None: cache.kv = IndirectKVCache(len(k)); cache.kv.rows = rows
-        cache.kv.k, cache.kv.v, cache.kv.lengths = list(k), list(v), [position.size(0) - 2] * len(k)
-        cache.cross = list(zip(cross_k, cross_v))
-        return IncrementalDecoder.log_probs(self, self.model.decode(new, None, mask, cache)[:, -1])   # `log_probs` reads only `.model`
-
-def step_key(model: Transformer, k: int) -> str:
-    "What the compiled step depends on, hashed: the weights, the configuration, the rows per sentence, the thread count, the CPU, torch's and this library's code."
-    h = hashlib.sha256(repr((type(model).__name__, model.config, k, torch.get_num_threads(), torch.__version__,
-                             torch.backends.cpu.get_cpu_capability())).encode())
-    for f in sorted(Path(annotated_tx.__file__).parent.glob("*.py")): h.update(f.read_bytes())
-    for name, t in model.state_dict().items():
-        h.update(f"{name}{tuple(t.shape)}{t.dtype}".encode()); h.update(t.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy())
-    return h.hexdigest()[:32]
-
-def compile_step(model: Transformer, k: int, path: Path):
-    "Export `model`'s `DecodingStep` for `k` rows per sentence (beams: reading an `IndirectKVCache`), every size dynamic, and compile it with AOTInductor into the package `path`."
-    att, L = model.decoder.layers[0].self_attn, len(model.decoder.layers)
-    B, S, T, t = 3, 7, 11, 4                                        # example sizes, no two alike
-    buffers = lambda *shape: [torch.zeros(*shape) for _ in range(L)]   # one tensor a layer, none shared
-    b, s, room = Dim("sentences", min=1), Dim("source", min=2), Dim("room", min=4)
-    rows, pos = (b if k == 1 else k * b), Dim("position", min=3, max=model.config.max_len + 1)
-    n, buffer_rows = (k * B, rows) if k == 1 else (k * B + 2, Dim.AUTO)   # beams' buffers keep the rows of finished sentences
-    ex = (torch.zeros(k * B, 1, dtype=torch.long), torch.ones(B, 1, 1, S, dtype=torch.bool), torch.empty(t + 2),
-          buffers(n, att.n_heads, T, att.d_k), buffers(n, att.n_heads, T, att.d_v),
-          buffers(B, att.n_heads, S, att.d_k), buffers(B, att.n_heads, S, att.d_v))
-    dims = ({0: rows}, {0: b, 3: s}, {0: pos}, [{0: buffer_rows, 2: room}] * L, [{0: buffer_rows, 2: room}] * L, [{0: b, 2: s}] * L, [{0: b, 2: s}] * L)
-    if k > 1: ex, dims = ex + (torch.zeros(k * B, T, dtype=torch.long),), dims + ({0: rows, 1: room},)
-    with torch.no_grad(), torch._inductor.config.patch(freezing=True):   # weights frozen into oneDNN's packed constants
-        program = torch.export.export(DecodingStep(model).eval(), ex, dynamic_shapes=dims, strict=False,
-                                      prefer_deferred_runtime_asserts_over_guards=True)
-        torch._inductor.aoti_compile_and_package(program, package_path=str(path))
-
-_COMPILED = weakref.WeakKeyDictionary()   # model -> (its parameters' stamp, {(k, threads): [its file, its loaded step (False: failed)]})
-
-def compiled_step(
-    model: Transformer,  # the model whose step to compile (its weights are frozen into the compiled code)
-    k: int,  # rows per sentence: 1 for greedy decoding, the beam size for beam search (one compiled step each)
-    compile: bool = True,  # compile the step if the cache directory does not have it yet (False: only load it from there)
-) -> Callable | None:
-    "`model`'s `DecodingStep` compiled ahead of time, loaded from the cache directory or compiled into it (saying so); None where it is not."
-    stamp = parameters_stamp(model)
-    if stamp is None: return None
-    kept = _COMPILED.get(model)
-    if kept is None or kept[0] != stamp: kept = _COMPILED[model] = (stamp, {})
-    key = (k, torch.get_num_threads())
-    if key not in kept[1]: kept[1][key] = [cache_dir() / "steps" / f"{step_key(model, k)}.pt2", None]
-    entry = kept[1][key]
-    if entry[1] is None and (compile or entry[0].is_file()): entry[1] = load_or_compile_step(model, k, entry[0])
-    return entry[1] or None
-
-KEPT_STEPS = 16   # compiled steps the cache directory keeps: the least recently used beyond these are deleted when one is added
-
-def prune_steps(
-    folder: Path,  # the cache directory's `steps` folder
-    keep: int = KEPT_STEPS,  # how many compiled steps stay
-) -> list[Path]:
-    "Delete all but the `keep` most recently used compiled steps in `folder` (a file's time is its last use); return what was deleted."
-    steps = []
-    for p in folder.glob("*.pt2"):
-        if p.suffixes != [".pt2"]: continue                         # one being written by another process (KEY.PID.pt2) is not a step yet
-        with contextlib.suppress(OSError): steps.append((p.stat().st_mtime, p))   # unless another process deleted it meanwhile
-    gone = []
-    for _, p in sorted(steps, reverse=True)[keep:]:
-        with contextlib.suppress(OSError): p.unlink(); gone.append(p)   # not when gone already, or not ours to delete (a read-only cache)
-    return gone
-
-def load_or_compile_step(model: Transformer, k: int, path: Path) -> Callable | bool:
-    "The compiled step in `path`, compiled into it first if it is not there (saying so); False where that fails, having said why."
-    try:
-        if not path.is_file():
-            say(f"compiling the decoding step for {'greedy decoding' if k == 1 else f'beam search ({k} beams)'} "
-                f"(once per model, search and thread count, kept for later runs; tens of seconds on a small CPU)")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            part = path.with_suffix(f".{os.getpid()}.pt2")
-            compile_step(model, k, part); os.replace(part, path)       # whole or not at all, for a process beside this one
-            prune_steps(path.parent)
-        else:
-            with contextlib.suppress(OSError): os.utime(path)         # used now: the last to be pruned (a read-only cache stays as it is)
-        # AOTInductor's C++ loader, called with the inputs flattened in order: its Python wrapper imports the compiler
-        # (a second, which a command loading a kept step would pay) and parses the call's signature at every call
-        loader = torch._C._aoti.AOTIModelPackageLoader(str(path), "model", False, 1, -1)
-        return lambda *inputs: loader.boxed_run([t for x in inputs for t in (x if isinstance(x, list) else [x])])[0]
-    except Exception as e:                                            # no C++ compiler, an unforeseen model variant, ...
-        say(f"decoding steps run uncompiled: the compiled step could not be made or loaded ({type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''})")
-        return False
-
-def has_compiled_steps(model: Transformer) -> bool:
-    "Whether a compiled step of `model` has been loaded in this process (for reports)."
-    kept = _COMPILED.get(model)
-    return kept is not None and any(step for _, step in kept[1].values())
-
-class CompiledDecoder(IncrementalDecoder):
-    "The book's decoder with its steps compiled ahead of time (`DecodingStep`, AOTInductor): on a CPU, in float32, from the second position on."
-    compile_missing = True                 # compile a step the cache directory does not have yet (False: use only the kept ones)
-
-    def __init__(self, model: Transformer, src: Tensor, k: int = 1, max_steps: int = 256):
-        super().__init__(model, src, k, max_steps)
-        m = self.memory                                               # the encoder's output `[B, S, d_model]`
-        runs = m.device.type == "cpu" and m.dtype == torch.float32 and m.size(1) >= 2 and not torch.is_grad_enabled()
-        self.compiled = (compiled_step(model, k, self.compile_missing) or False) if runs else False   # False: weights that cannot be tracked, compiling failed
-        if self.compiled and k > 1: self.cache.kv = IndirectKVCache(len(model.decoder.layers), max_steps)   # beams reordered by reference
-
-    def compiles(self, y: Tensor) -> bool:
-        "Whether this step runs compiled: a compiled step found, after the first position, within the model's positions, beams' rows reordered by reference."
-        return (self.compiled is not False and 1 <= len(self.cache) < self.model.config.max_len and not self.shared
-                and (self.k == 1 or self.cache.kv.rows is not None) and not torch.is_grad_enabled())
-
-    def step(self, y: Tensor) -> Tensor:
-        if not self.compiles(y): return super().step(y)
-        t, kv, (B, _, S, _) = len(self.cache), self.cache.kv, self.cache.cross[0][0].shape
-        if kv.room() <= t + 1: kv.grow(t + 2)                       # room for the new position and one more
-        if self.mask is None: self.mask = torch.ones(B, 1, 1, S, dtype=torch.bool)   # one compiled step for padded and unpadded batches
-        cross_k, cross_v = (list(c) for c in zip(*self.cache.cross))
-        rows = [] if self.k == 1 else [kv.rows]
-        # the compiled code reads its inputs with the strides it was compiled for, those of contiguous tensors
-        if not all(b.is_contiguous() for b in kv.k + kv.v + cross_k + cross_v + rows): return super().step(y)
-        logp = self.compiled(y[:, t:].contiguous(), self.mask.contiguous(), torch.empty(t + 2), kv.k, kv.v, cross_k, cross_v, *rows)
-        kv.lengths = [t + 1] * kv.n_layers
-        return logp
-
-class KeptStepsDecoder(CompiledDecoder):
-    "`CompiledDecoder` that compiles nothing: the steps kept from an earlier compiling where there are some, the book's steps elsewhere."
-    compile_missing = False
-
-# %% ../nbs/19_speed.ipynb #ba5b8629
-class IndirectKVCache(KVCache):
-    "`KVCache` whose `reorder` copies no keys: `rows[r, s]` is the buffers' row holding position s of row r, and `append` returns the keys read through it."
-    rows: Tensor | None = None   # `[N, room]`, made at the first reorder; at the positions not yet cached, each row's own index
-
-    def table(self, n: int, past: Tensor | None = None) -> Tensor:
-        "A table for `n` rows: `past`'s entries at the cached positions (if given), each row's own index at the others."
-        own, t = torch.arange(n, device=self.k[0].device)[:, None].expand(n, self.room()), self.length()
-        return own.contiguous() if past is None else torch.cat([past[:, :t], own[:, t:]], 1)
-
-    def read(self, buffer: Tensor, n: int) -> Tensor:
-        "The first `n` positions of every row from one of the buffers `[rows, h, T, d]`, each from the row the table names: `[N, h, n, d]`."
-        r = self.rows[:, None, :n]
-        h, s = torch.arange(buffer.size(1), device=buffer.device)[:, None], torch.arange(n, device=buffer.device)
-        return buffer[r, h, s]                                      # row r's position s from the buffers' row rows[r, s]
-
-    def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        if self.rows is None: return super().append(layer, k, v)
-        t, n, N = self.lengths[layer], k.size(2), k.size(0)
-        if t + n > self.room(): self.grow(t + n, k, v)
-        K, V = self.k[layer], self.v[layer]
-        K[:N, :, t:t + n], V[:N, :, t:t + n] = k, v                 # each row's new positions into its own row of the buffers
-        self.lengths[layer] = t + n
-        return self.read(K, t + n), self.read(V, t + n)
-
-    def grow(self, need: int, k: Tensor | None = None, v: Tensor | None = None):
-        "`KVCache.grow`; where sentences have finished, the rows still decoding are first gathered through the table, so the finished ones are not copied on."
-        if self.rows is not None and self.rows.size(0) < self.k[0].size(0):
-            t = self.length()
-            self.k, self.v, self._spare = [self.read(K, t) for K in self.k], [self.read(V, t) for V in self.v], None
-            self.rows = self.table(self.rows.size(0))                     # each row in its own row of the buffers again
-        super().grow(need, k, v)
-        if self.rows is not None: self.rows = self.table(self.rows.size(0), self.rows)
-
-    def reorder(self, rows: Tensor):
-        "Reorder the table's rows; the buffers are copied only where there are more rows than they hold (a beam search's first reorder)."
-        if self.k is None: return
-        if rows.numel() > self.k[0].size(0): super().reorder(rows); self.rows = self.table(rows.numel()); return
-        past = self.table(self.k[0].size(0)) if self.rows is None else self.rows
-        self.rows = self.table(rows.numel(), past.index_select(0, rows))

@@ -74,7 +74,7 @@ def generate(
     "Continue `prompt` token by token with the key/value cache; each continuation stops at EOS (not included)."
     c, device = model.config, next(model.parameters()).device
     x = torch.tensor([[c.bos_id, *prompt]] * n, device=device)
-    cache = KVCache(len(model.layers), len(prompt) + 1 + max_new)
+    cache = KVCache(len(model.layers))
     banned = torch.tensor([c.pad_id, c.bos_id], device=device)
     out, done = [], torch.zeros(n, dtype=torch.bool, device=device)
     with evaluating(model):

@@ -7,6 +7,7 @@ Docs: https://annotated-tx.github.io/annotated_tx/decoding.html.md"""
 # %% ../nbs/10_decoding.ipynb #27159e42
 from __future__ import annotations
 import math, sys
+from functools import partial
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
@@ -14,86 +15,53 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 from .model import Transformer, TransformerConfig, DecoderCache, load_model, evaluating
-from .attention import PackedWeights, packed_weights
 from .tokenizer import Tokenizer, PAD_ID, EOS_ID, check_fits
 from .runtime import say
 
 # %% auto #0
 __all__ = ['CONVENTIONS', 'SEARCHES', 'IncrementalDecoder', 'UncachedDecoder', 'length_penalty', 'max_output_lengths',
-           'DecodeConfig', 'top_k', 'greedy_decode', 'cut_at_eos', 'beam_step', 'beam_search', 'decode', 'Hypothesis',
+           'DecodeConfig', 'greedy_decode', 'cut_at_eos', 'beam_step', 'beam_search', 'decode', 'Hypothesis',
            'Translator', 'translate']
 
 # %% ../nbs/10_decoding.ipynb #85ace6e8
 class IncrementalDecoder:
-    "The decoder of `model` run one position at a time, on `k` rows (beams) per source sentence; the encoder runs once."
-    store: type | None = PackedWeights   # how the model's weights are packed for decoding (`PackedWeights.of`; float32 inference on a CPU); None: plain
-    groups: int = 4                      # on a CPU, the encoder runs on up to this many groups of sentences of like length (1: one batch)
-
+    "The decoder of `model` run one position at a time on `k` rows (beams) per sentence: the encoder once, a cache for the past."
     def __init__(self,
                  model: Transformer,  # an encoder-decoder Transformer (in eval mode)
                  src: Tensor,  # `[B, S]` source ids, PAD-padded
-                 k: int = 1,  # rows per sentence, the beam size (the cache's beams share their sentence's memory: no copy here)
-                 max_steps: int = 256):  # most positions that will be decoded
-        self.model, self.k = model, k
-        self.packed = None if self.store is None else self.store.of(model)   # the model's, kept while its weights are unchanged
-        self.shared = False                        # the cache holds one row per sentence for its k alike rows
-        self.mask = model.src_mask(src)
-        with packed_weights(self.packed): self.memory = self.encode(src)
-        self.cache = DecoderCache(len(model.decoder.layers), max_steps)
-
-    def encode(self, src: Tensor) -> Tensor:
-        "`model.encode(src, mask)` `[B, S, d_model]`, up to rounding; on a CPU by groups of like length (of 8 sentences or more), so less padding is computed."
-        B, n = src.size(0), min(self.groups, src.size(0) // 8)
-        if src.device.type != "cpu" or self.mask is None or n < 2: return self.model.encode(src, self.mask)
-        lengths, memory = self.mask.view(B, -1).sum(1), None
-        for part in lengths.argsort(descending=True).chunk(n):         # the longest first: it sets the memory's dtype and width
-            s = src[part, :int(lengths[part].max())]
-            z = self.model.encode(s, self.model.src_mask(s))
-            if memory is None: memory = z.new_zeros(B, src.size(1), z.size(-1))   # padded positions, masked everywhere
-            memory[part, :s.size(1)] = z
-        return memory
+                 k: int = 1,  # rows per sentence, the beam size
+                 max_steps: int = 256):  # most positions that will be decoded (a subclass may preallocate for them)
+        self.model = model
+        mask = model.src_mask(src)
+        self.memory = model.encode(src, mask).repeat_interleave(k, 0)   # one copy of the encoder output per row
+        self.mask, self.cache = mask.repeat_interleave(k, 0), DecoderCache(len(model.decoder.layers))
 
     def log_probs(self, h: Tensor) -> Tensor:
         "Log-probabilities `[N, V]` of the next token, in float32 at least, from final decoder states `[N, d_model]`."
         logits = self.model.logits(h)
         return F.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), -1)
 
-    def step(self,
-             y: Tensor,  # `[N, t+1]` every row's tokens so far, BOS first
-             ) -> Tensor:
-        "Log-probabilities `[N, V]` of the next token of every row."
-        if len(self.cache) == 0: self.shared = self.k > 1 and torch.equal(y, y[::self.k].repeat_interleave(self.k, 0))
-        elif self.shared: self.reorder(torch.arange(y.size(0), device=y.device))  # no reorder came: every row its own copy
-        new = y[:, len(self.cache):]                                   # the positions not yet in the cache
-        with packed_weights(self.packed):
-            h = self.model.decode(new[::self.k] if self.shared else new, self.memory, self.mask, self.cache)[:, -1]
-            self.memory = None                                        # projected into the cache: no longer needed
-            logp = self.log_probs(h)
-        return logp.repeat_interleave(self.k, 0) if self.shared else logp
+    def step(self, y: Tensor) -> Tensor:  # `[N, t+1]` every row's tokens so far, BOS first
+        "Log-probabilities `[N, V]` of the next token of every row: only the positions not yet in the cache go through."
+        return self.log_probs(self.model.decode(y[:, len(self.cache):], self.memory, self.mask, self.cache)[:, -1])
 
-    def reorder(self,
-                rows: Tensor,  # new row r continues old row rows[r] (beams of kept sentences, in order)
-                sentences: Tensor | None = None,  # the sentences still decoding, if some just finished
-                ):
-        "Reorder the rows (beam search) and drop the finished sentences."
-        if self.shared: rows, self.shared = rows // self.k, False     # one row per sentence so far: row r is its row r // k
-        self.cache.reorder(rows, sentences)
-        if sentences is not None and self.mask is not None: self.mask = self.mask.index_select(0, sentences)
+    def reorder(self, rows: Tensor, sentences: Tensor | None = None):  # new row r continues old row rows[r]
+        "Reorder the rows (beam search) and drop those of finished sentences (`sentences`: which go on; a subclass may use it)."
+        self.memory, self.mask = self.memory.index_select(0, rows), self.mask.index_select(0, rows)
+        self.cache.reorder(rows)
+
+    @staticmethod
+    def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
+        "The k largest values of each row of `x` `[R, V]`, largest first, and their columns: `Tensor.topk` (a subclass may search faster)."
+        return x.topk(k, -1)
+
 
 # %% ../nbs/10_decoding.ipynb #2a073864
 class UncachedDecoder(IncrementalDecoder):
-    "The definition, for checks: the whole prefix through the whole decoder at every step, no cache, plain `F.linear` (slow)."
-    store = None
-    def __init__(self, model: Transformer, src: Tensor, k: int = 1, max_steps: int = 256):
-        super().__init__(model, src, k, max_steps)
-        self.memory = self.memory.repeat_interleave(k, 0)                # one copy of the memory per row
-        if self.mask is not None: self.mask = self.mask.repeat_interleave(k, 0)
+    "The definition, for checks: the whole prefix through the whole decoder at every step, no cache (slow)."
+    def step(self, y: Tensor) -> Tensor:
+        return self.log_probs(self.model.decode(y, self.memory, self.mask)[:, -1])
 
-    def step(self, y: Tensor) -> Tensor: return self.log_probs(self.model.decode(y, self.memory, self.mask)[:, -1])
-
-    def reorder(self, rows: Tensor, sentences: Tensor | None = None):
-        self.memory = self.memory.index_select(0, rows)
-        if self.mask is not None: self.mask = self.mask.index_select(0, rows)
 
 # %% ../nbs/10_decoding.ipynb #220a3dcb
 CONVENTIONS = ("wu", "hf")   # length-penalty conventions: the paper's reference [38], and HuggingFace transformers'
@@ -155,25 +123,6 @@ class DecodeConfig:
         "The settings of a beam size as the command's `--beam` reads it: 1 is greedy decoding, more is beam search."
         return cls(search="greedy" if beam == 1 else "beam", beam=beam, **settings)
 
-# %% ../nbs/10_decoding.ipynb #b3d9e5a1
-def top_k(
-    x: Tensor,  # `[R, V]` scores, one row each
-    k: int,  # how many of each row
-    block: int = 64,  # the values of a row are searched in blocks of this many
-) -> tuple[Tensor, Tensor]:
-    "`x.topk(k, -1)`: the k largest values of each row, largest first, and their columns; on a CPU by way of the largest value of each block."
-    R, V = x.shape
-    n = V // block
-    if x.device.type != "cpu" or V < 2048 or n <= k: return x.topk(k, -1)
-    blocks = x[:, :n * block].unflatten(1, (n, block))
-    best = blocks.amax(-1).topk(k, -1).indices                       # [R, k] the blocks that hold the k largest values
-    cand = blocks.gather(1, best[..., None].expand(R, k, block)).view(R, k * block)
-    if V > n * block: cand = torch.cat([cand, x[:, n * block:]], 1)  # the columns after the last whole block: all candidates
-    top, j = cand.topk(k, -1)
-    cols = best.gather(1, (j // block).clamp(max=k - 1)) * block + j % block
-    return top, cols if V == n * block else torch.where(j < k * block, cols, j - k * block + n * block)
-
-
 # %% ../nbs/10_decoding.ipynb #8e6243a4
 def _check_src(src: Tensor, config: TransformerConfig) -> None:
     if src.dim() != 2 or src.size(0) == 0: raise ValueError(f"src must be [B, S] token ids with B >= 1, got shape {tuple(src.shape)}")
@@ -204,7 +153,7 @@ def greedy_decode(
         for t in range(T):
             logp = dec.step(y).index_fill_(1, banned, -math.inf)
             if t < cfg.min_len: logp[:, c.eos_id] = -math.inf
-            s, tok = (v[:, 0] for v in top_k(logp, 1))
+            s, tok = (v[:, 0] for v in dec.top_k(logp, 1))
             y, row_scores = torch.cat([y, tok[:, None]], 1), row_scores + s
             done = (tok == c.eos_id) | (t + 1 >= row_max)
             if done.any():                                      # write out the finished rows, drop them
@@ -235,6 +184,7 @@ def beam_step(
     scores: Tensor,  # `[n, k]` log P of each open beam of n sentences (-inf: no such beam)
     log_probs: Tensor,  # `[n, k, V]` log-probabilities of each beam's next token
     keep: int,  # extensions kept per sentence: k (the book's search), 2k ('hf')
+    top_k: Callable = IncrementalDecoder.top_k,  # finds the k largest of each row (a decoder's own, which may be faster)
 ) -> tuple[Tensor, Tensor, Tensor]:
     "The `keep` best one-token extensions of each sentence's beams, best first: their log P, the beam each extends and its token, each `[n, keep]`."
     n, k, V = log_probs.shape
@@ -287,7 +237,7 @@ def beam_search(
     cfg: DecodeConfig | None = None,  # beam, alpha, convention, limits, n_best, early_stop (default: `DecodeConfig()`, the paper's)
     *,
     decoder: type = IncrementalDecoder,  # the step machinery (the checks pass a subclass that recomputes)
-    step: Callable = beam_step,  # makes one step's extensions: `beam_step` or a function with its signature (the exercises plug one in)
+    step: Callable | None = None,  # one step's extensions: `beam_step` with the decoder's `top_k` (None), or a function of its signature
     penalty: Callable | None = None,  # lp(lengths, alpha) in place of `length_penalty` under `cfg.convention` (the exercises plug one in)
 ) -> tuple[Tensor, Tensor]:
     "Best hypothesis of each sentence: tokens `[B, T]` (EOS included, then PAD) and scores log P / lp `[B]`; with `n_best`, `[B, n, T]` and `[B, n]`."
@@ -309,6 +259,7 @@ def beam_search(
     banned, row_max = torch.tensor([c.pad_id, c.bos_id], device=dev), out_limits
     with evaluating(model):
         dec = decoder(model, src, k, T)
+        step = step or partial(beam_step, top_k=dec.top_k)
         for t in range(T):
             L, n = t + 1, ids.numel()                                     # L: length of the hypotheses made now
             logp = dec.step(y).index_fill_(1, banned, -math.inf)
@@ -376,6 +327,8 @@ class Translator:
              path: str | Path,  # a run directory (its model_avg.safetensors, else model.safetensors) or a model file
              tokenizer: str | Path | Tokenizer | None = None,  # default: the tokenizer.model next to the model
              device: str | torch.device = "cpu",  # where to run
+             *,
+             decoder: type = IncrementalDecoder,  # the step machinery of every search
              ) -> "Translator":
         "Load a trained model and its tokenizer from a run directory or a model file."
         path = Path(path)
@@ -384,10 +337,10 @@ class Translator:
             if not found: raise FileNotFoundError(f"no model_avg.safetensors or model.safetensors in the directory {path}")
             path = found[0]
         model = load_model(path, device)                                    # first: a missing model is named as such
-        if isinstance(tokenizer, Tokenizer): return cls(model, tokenizer)
+        if isinstance(tokenizer, Tokenizer): return cls(model, tokenizer, decoder=decoder)
         tok_path = Path(tokenizer or path.parent / "tokenizer.model")
         tokenizer = Tokenizer.load(tok_path)
-        try: return cls(model, tokenizer)
+        try: return cls(model, tokenizer, decoder=decoder)
         except ValueError as e: raise ValueError(f"{tok_path} does not fit {path}: {e}") from None
 
     def encode(self, lines: Sequence[str], too_long: str = "truncate") -> dict[int, list[int]]:
@@ -483,8 +436,9 @@ def translate(
     batch_tokens: int = 4096,  # source tokens per batch, padding included
     too_long: str = "truncate",  # a line longer than the model's max_len: 'truncate' (with a warning) or 'error'
     progress: bool = False,  # show a progress bar on stderr
+    decoder: type = IncrementalDecoder,  # the step machinery (the engine's decoders compute the same faster)
 ) -> list[str]:
     "Translate each line; returns exactly one (detokenized) line per input line, in order."
-    hyps = Translator(model, tokenizer).translate(lines, replace(cfg or DecodeConfig(), n_best=None), batch_tokens=batch_tokens,
+    hyps = Translator(model, tokenizer, decoder=decoder).translate(lines, replace(cfg or DecodeConfig(), n_best=None), batch_tokens=batch_tokens,
                                                   too_long=too_long, progress=progress)
     return [h[0].text for h in hyps]

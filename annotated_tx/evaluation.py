@@ -7,14 +7,16 @@ Docs: https://annotated-tx.github.io/annotated_tx/evaluation.html.md"""
 # %% ../nbs/12_evaluation.ipynb #175a9042
 from __future__ import annotations
 from dataclasses import dataclass
+from functools import cache
 from typing import Sequence
 import regex
 from sacrebleu.metrics import BLEU, CHRF
+from sacremoses import MosesTokenizer
 from .data import normalize_text
 
 # %% auto #0
-__all__ = ['NONBREAKING_PREFIXES', 'NUMERIC_ONLY_PREFIXES', 'Score', 'check_counts', 'corpus_bleu', 'corpus_chrf',
-           'moses_tokenize', 'split_compounds', 'tokenized_bleu', 'score_corpus']
+__all__ = ['Score', 'check_counts', 'corpus_bleu', 'corpus_chrf', 'moses_tokenize', 'split_compounds', 'tokenized_bleu',
+           'score_corpus']
 
 # %% ../nbs/12_evaluation.ipynb #ae40537c
 @dataclass
@@ -72,55 +74,15 @@ def corpus_chrf(
     return Score(s.name, s.score, str(metric.get_signature()))
 
 # %% ../nbs/12_evaluation.ipynb #c0d25c2a
-NONBREAKING_PREFIXES = {  # words that a '.' follows without ending the sentence (our own short lists)
-    "en": set("ABCDEFGHIJKLMNOPQRSTUVWXYZ") | {
-        "Mr", "Mrs", "Ms", "Dr", "Prof", "St", "Jr", "Sr", "Mt", "Ave", "Co", "Corp", "Inc", "Ltd", "Gen", "Gov", "Sen",
-        "Rep", "Rev", "Capt", "Lt", "Col", "Sgt", "vs", "etc", "e.g", "i.e",
-        "Jan", "Feb", "Mar", "Apr", "Jun", "Jul", "Aug", "Sep", "Sept", "Oct", "Nov", "Dec"},
-    "de": set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyzäöü") | {
-        "Dr", "Prof", "Hr", "Fr", "St", "Str", "bzw", "ca", "evtl", "ggf", "inkl", "usw", "vgl", "z.B", "u.a", "d.h", "etc",
-        "Abs", "Jh", "Mio", "Mrd", "Jan", "Feb", "Mär", "Apr", "Jun", "Jul", "Aug", "Sep", "Okt", "Nov", "Dez"},
-}
-NUMERIC_ONLY_PREFIXES = {"en": {"No", "Nos", "Art", "Nr", "pp"}, "de": {"Nr", "Art", "Bd", "Kap", "S"}}  # abbreviations only before a number
+@cache
+def _moses(lang: str) -> MosesTokenizer: return MosesTokenizer(lang)  # one tokenizer (and prefix list) per language
 
 def moses_tokenize(
     text: str,  # one detokenized sentence
-    lang: str = "en",  # 'en' splits contractions right (it 's); other languages split every apostrophe
+    lang: str = "en",  # Moses' rules and abbreviations: 'en' splits contractions right (it 's), 'de' every apostrophe
 ) -> str:
-    "Space-separated tokens, following Moses tokenizer.perl's default rules (without its HTML escaping)."
-    nb = NONBREAKING_PREFIXES.get(lang, NONBREAKING_PREFIXES["en"])
-    numeric = NUMERIC_ONLY_PREFIXES.get(lang, NUMERIC_ONLY_PREFIXES["en"])
-    text = regex.sub(r" +", " ", regex.sub(r"[\x00-\x1f]", "", regex.sub(r"\s+", " ", f" {text} "))).strip(" ")
-    text = regex.sub(r"([^\p{Alnum}\s\.'`,\-])", r" \1 ", text)            # separate "other" characters
-    text = regex.sub(r"\.(\.+)", r" DOTMULTI\1", text)                       # runs of dots stay together
-    while "DOTMULTI." in text:
-        text = regex.sub(r"DOTMULTI\.([^\.])", r"DOTDOTMULTI \1", text)
-        text = text.replace("DOTMULTI.", "DOTDOTMULTI")
-    text = regex.sub(r"([^\p{N}]),", r"\1 , ", text)                         # commas, except inside numbers (5,300)
-    text = regex.sub(r",([^\p{N}])", r" , \1", text)
-    text = regex.sub(r"(\p{N}),$", r"\1 ,", text)
-    if lang == "en":                                                          # contractions: it 's, 1990 's
-        text = regex.sub(r"([^\p{Alpha}])'([^\p{Alpha}])", r"\1 ' \2", text)
-        text = regex.sub(r"([^\p{Alpha}\p{N}])'(\p{Alpha})", r"\1 ' \2", text)
-        text = regex.sub(r"(\p{Alpha})'([^\p{Alpha}])", r"\1 ' \2", text)
-        text = regex.sub(r"(\p{Alpha})'(\p{Alpha})", r"\1 '\2", text)
-        text = regex.sub(r"(\p{N})'(s)", r"\1 '\2", text)
-    else: text = text.replace("'", " ' ")
-    words = regex.split(r"\s", text)
-    while words and words[-1] == "": words.pop()                             # as Perl's split drops trailing empty fields
-    out = []
-    for i, word in enumerate(words):                                          # a final period is a token unless ...
-        if (m := regex.match(r"^(\S+)\.$", word)):
-            pre, nxt = m[1], words[i + 1] if i + 1 < len(words) else ""
-            if i == len(words) - 1: word = pre + " ."
-            elif ("." in pre and regex.search(r"\p{Alpha}", pre)) or pre in nb or regex.match(r"^\p{Lower}", nxt): pass
-            elif pre in numeric and regex.match(r"^[0-9]+", nxt): pass
-            else: word = pre + " ."
-        out.append(word)
-    text = regex.sub(r" +", " ", " ".join(out)).strip(" ")
-    text = regex.sub(r"\.' ?$", " . ' ", text)
-    while "DOTDOTMULTI" in text: text = text.replace("DOTDOTMULTI", "DOTMULTI.")
-    return text.replace("DOTMULTI", ".").strip(" ")
+    "Space-separated tokens by Moses tokenizer.perl's default rules (sacremoses), without its XML escaping."
+    return " ".join(_moses(lang).tokenize(text, escape=False))
 
 def split_compounds(
     tokenized: str,  # Moses-tokenized text

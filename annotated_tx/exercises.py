@@ -159,7 +159,7 @@ class PluggedAttention(MultiHeadAttention):
     def split(self, x: Tensor, d: int) -> Tensor: return self.parts.split_heads(x, self.n_heads)
     def merge(self, x: Tensor) -> Tensor: return self.parts.merge_heads(x)
 
-    def kernel(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, bias: Tensor | None, step: bool) -> Tensor:
+    def kernel(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, bias: Tensor | None = None) -> Tensor:
         "Eq. (1) by `self.parts.attention`, the causal mask by `self.parts.subsequent_mask` (square: whole sequences only)."
         if causal and q.size(-2) != k.size(-2):
             raise ValueError("PluggedAttention attends over whole sequences: as many queries as keys, no cache")

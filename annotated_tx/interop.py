@@ -13,9 +13,10 @@ from typing import Sequence
 import torch
 from torch import Tensor
 from .model import Transformer, TransformerConfig
-from .runtime import resolve_device, retain_freed_memory
+from .runtime import resolve_device, retain_freed_memory, host_info, describe_host
 from .tokenizer import Tokenizer, check_fits
 from .decoding import DecodeConfig, Hypothesis, Translator, max_output_lengths
+from .engine import EngineDecoder, CompiledDecoder, KeptStepsDecoder, Int8Decoder, has_compiled_steps, remember_file
 
 # %% auto #0
 __all__ = ['MARIAN_ACTIVATIONS', 'marian_permutation', 'parameter_map', 'marian_names', 'marian_refusals', 'export_refusals',
@@ -572,7 +573,7 @@ def load_translator(
     engine: str = "torch",  # 'torch' (the book's decoders) or 'ct2' (CTranslate2)
     threads: int | None = None,  # CPU threads (default: the engine's choice)
     compute_type: str = "default",  # CTranslate2: 'default' (as saved), 'float32', 'int8', ...; torch: 'default' (float32) or 'int8' (CPU)
-    compiled: bool | None = None,  # torch, float32 on the CPU: compiled decoding steps (`CompiledDecoder`, the speed chapter), True: compiled where not kept yet; None: those kept from earlier, if any; False: none
+    compiled: bool | None = None,  # torch, float32 on the CPU: compiled decoding steps (`CompiledDecoder`, the engine chapter), True: compiled where not kept yet; None: those kept from earlier, if any; False: none
 ) -> Translator:
     "A `Translator` for any model this library reads, on the engine asked for."
     path = Path(model)
@@ -589,9 +590,8 @@ def load_translator(
     if dev.type == "cpu": retain_freed_memory()    # as training does: else a beam's [rows, V] log-probabilities are mapped and zeroed afresh at every step
     if compute_type == "int8" and dev.type != "cpu": raise ValueError(f"compute_type='int8' runs on the CPU only, not {dev.type}")
     if compiled and dev.type != "cpu": raise ValueError(f"compiled decoding runs on the CPU only, not {dev.type}")
-    t = _book_translator(model, path, tokenizer, dev)
+    t = _book_translator(model, path, tokenizer, dev)                 # the engine's decoder (`EngineDecoder`)
     if compute_type != "int8" and (compiled is False or dev.type != "cpu"): return t
-    from annotated_tx.benchmarks import CompiledDecoder, Int8Decoder, KeptStepsDecoder    # all measured in the speed chapter
     return Translator(t.model, t.tokenizer, decoder=Int8Decoder if compute_type == "int8" else CompiledDecoder if compiled else KeptStepsDecoder)
 
 def _book_translator(
@@ -605,8 +605,11 @@ def _book_translator(
     if is_marian(model):
         if tokenizer: raise ValueError("a Marian model brings its tokenizer: no --tokenizer")
         m, vocab = from_marian(model)
-        return Translator(m, vocab, dev)
-    return Translator.load(path, tokenizer, dev)
+        return Translator(m, vocab, dev, decoder=EngineDecoder)
+    t = Translator.load(path, tokenizer, dev, decoder=EngineDecoder)
+    found = [path / n for n in ("model_avg.safetensors", "model.safetensors") if (path / n).is_file()] if path.is_dir() else [path]
+    remember_file(t.model, found[0])                                   # its compiled steps are named by the file's fingerprint
+    return t
 
 def engine_convention(
     engine: str,  # 'torch' (the book's decoders) or 'ct2' (CTranslate2)
@@ -640,11 +643,10 @@ def translation_engines(
     threads: int = 1,  # CPU threads of every engine
     beam: int = 4,  # the beam size of the beam-search engines
     alpha: float = 0.6,  # their length penalty α (|Y|^α, the one convention CTranslate2 has, for both engines)
-    int8: bool = False,  # add the int8 engines: ours with torch's dynamic quantization (`Int8Decoder`), CTranslate2's int8
+    int8: bool = False,  # add the int8 engines: ours with torch's int8 kernels (`Int8Decoder`), CTranslate2's int8
     compiled: bool = False,  # add ours with its steps compiled (`CompiledDecoder`), float32
 ) -> dict:
     "Name -> lines-to-translations function for `bench_translate`: the book's `Translator` and `CT2Translator`, greedy and beam, float32 (and int8)."
-    from annotated_tx.benchmarks import CompiledDecoder, Int8Decoder
     from annotated_tx.runtime import torch_threads
     with torch_threads(threads): ours = load_translator(model, device="cpu", compiled=False)   # the book's decoder as it is
     engines = {"ours float32": ours, "CTranslate2 float32": CT2Translator(ct2_dir, "cpu", threads, "float32", process=True)}
@@ -683,14 +685,13 @@ def throughput(
     seconds: float,  # how long that took, text to text
 ) -> str:
     "One line: sentences/s and output tokens/s of a translation, the engine, its precision and threads, the host in short."
-    from annotated_tx.benchmarks import CompiledDecoder, Int8Decoder, has_compiled_steps, timing_host
     lines, tokens = sum(bool(h[0].tokens) for h in hyps), sum(len(h[0].tokens) for h in hyps)
     if isinstance(translator, CT2Translator): engine, threads, precision = "CTranslate2", translator.threads, translator.ct2.compute_type
     else:
         compiled = ", compiled steps" if issubclass(translator.decoder, CompiledDecoder) and has_compiled_steps(translator.model) else ""
         engine, threads = f"torch (the book's decoders{compiled})", torch.get_num_threads()
         precision = "int8 (dynamic quantization)" if issubclass(translator.decoder, Int8Decoder) else str(next(translator.model.parameters()).dtype)[6:]
-    host = timing_host(translator.device, threads, None)
+    host = describe_host({**host_info(translator.device, "none"), "threads": threads}).rsplit(": ", 1)[0]
     return (f"{lines:,} sentences, {tokens:,} output tokens (EOS included) in {seconds:.2f} s: {lines / seconds:,.1f} sentences/s, "
             f"{tokens / seconds:,.0f} tokens/s; engine {engine}, {precision}, on {host}")
 

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from typing import Callable
 import torch
 from torch import nn, Tensor
-from .attention import Linear
+from .attention import MultiHeadAttention, alibi_bias
 
 # %% auto #0
 __all__ = ['ACTIVATIONS', 'POSITIONAL', 'PositionwiseFeedForward', 'Embeddings', 'check_token_ids', 'sinusoidal_encoding',
            'PositionalEncoding', 'LearnedPositionalEmbedding', 'NoPositionalEncoding', 'RotaryEmbedding',
-           'alibi_slopes', 'PositionScheme']
+           'alibi_slopes', 'RotaryAttention', 'ALiBiAttention', 'PositionScheme']
 
 # %% ../nbs/02_layers.ipynb #3e880d65
 ACTIVATIONS = {"relu": torch.relu, "swish": nn.functional.silu}   # the paper's ReLU, and x·σ(x), which many Marian models use
@@ -28,7 +28,7 @@ class PositionwiseFeedForward(nn.Module):
                  activation: str = "relu"):  # 'relu' (eq. 2) or 'swish' (x·σ(x); not in the paper)
         super().__init__()
         if activation not in ACTIVATIONS: raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
-        self.w_1, self.w_2 = Linear(d_model, d_ff), Linear(d_ff, d_model)
+        self.w_1, self.w_2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
         self.dropout, self.activation = nn.Dropout(dropout), activation
 
     def forward(self, x: Tensor) -> Tensor:
@@ -153,18 +153,48 @@ def alibi_slopes(
     p = 2 ** math.floor(math.log2(n_heads))
     return torch.tensor(geometric(p) + geometric(2 * p)[0::2][:n_heads - p])
 
+# %% ../nbs/02_layers.ipynb #a11b5e01
+class RotaryAttention(MultiHeadAttention):
+    "Self-attention with RoPE: queries and keys rotated to their positions before eq. (1)."
+    def __init__(self, *args, max_len: int = 1024, **kwargs):  # `MultiHeadAttention`'s arguments; the longest sequence
+        super().__init__(*args, **kwargs)
+        self.rotary = RotaryEmbedding(self.d_k, max_len)
+
+    def project_q(self, x: Tensor, offset: int = 0) -> Tensor:
+        return self.rotary(super().project_q(x, offset), offset)
+
+    def project_kv(self, key: Tensor, value: Tensor | None = None, offset: int = 0) -> tuple[Tensor, Tensor]:
+        k, v = super().project_kv(key, value, offset)
+        return self.rotary(k, offset), v
+
+    def project_qkv(self, x: Tensor, offset: int = 0) -> tuple[Tensor, Tensor, Tensor]:
+        q, k, v = super().project_qkv(x, offset)
+        return self.rotary(q, offset), self.rotary(k, offset), v
+
+class ALiBiAttention(MultiHeadAttention):
+    "Self-attention with ALiBi: each head's distance penalty added to the scores, through `kernel`'s `bias`."
+    def __init__(self, *args, **kwargs):  # `MultiHeadAttention`'s arguments
+        super().__init__(*args, **kwargs)
+        self.register_buffer("alibi_slopes", alibi_slopes(self.n_heads), persistent=False)   # not in the state dict
+
+    def kernel(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, bias: Tensor | None = None) -> Tensor:
+        return super().kernel(q, k, v, mask, causal, alibi_bias(self.alibi_slopes, q.size(-2), k.size(-2)))
+
+
 # %% ../nbs/02_layers.ipynb #b64a8da6
 @dataclass(frozen=True)
 class PositionScheme:
-    "How one positional scheme enters the model: what is added to the embedded tokens, and what self-attention is given."
+    "How one positional scheme enters the model: what is added to the embedded tokens, and which self-attention layer it takes."
     embed: Callable[[int, int], nn.Module]  # (d_model, max_len) -> the module that adds positions after the embeddings
-    attention: Callable[[int, int, int], dict] = lambda n_heads, d_k, max_len: {}  # (h, d_k, max_len) -> MultiHeadAttention keywords
+    attention: Callable[..., MultiHeadAttention] = lambda d, h, p, d_k, d_v, n: MultiHeadAttention(d, h, p, d_k, d_v)  # (d_model, h, dropout, d_k, d_v, max_len) -> the layer
     problem: Callable[[int], str | None] = lambda d_k: None  # (d_k) -> why these sizes cannot be used, or None
 
 POSITIONAL: dict[str, PositionScheme] = {
     "sinusoidal": PositionScheme(lambda d, n: PositionalEncoding(d, n)),                   # §3.5
     "learned": PositionScheme(lambda d, n: LearnedPositionalEmbedding(d, n)),              # Table 3, row (E)
-    "rope": PositionScheme(lambda d, n: NoPositionalEncoding(), lambda h, d_k, n: dict(rotary=RotaryEmbedding(d_k, n)),
+    "rope": PositionScheme(lambda d, n: NoPositionalEncoding(),
+                           lambda d, h, p, d_k, d_v, n: RotaryAttention(d, h, p, d_k, d_v, max_len=n),
                            lambda d_k: f"RoPE rotates pairs of dimensions: d_k must be even, got {d_k}" if d_k % 2 else None),
-    "alibi": PositionScheme(lambda d, n: NoPositionalEncoding(), lambda h, d_k, n: dict(alibi_slopes=alibi_slopes(h))),
+    "alibi": PositionScheme(lambda d, n: NoPositionalEncoding(), lambda d, h, p, d_k, d_v, n: ALiBiAttention(d, h, p, d_k, d_v)),
 }
+

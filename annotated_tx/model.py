@@ -11,7 +11,8 @@ from dataclasses import dataclass, asdict, fields
 from pathlib import Path
 import torch
 from torch import nn, Tensor
-from .attention import MultiHeadAttention, KVCache, padding_mask, linear
+import torch.nn.functional as F
+from .attention import MultiHeadAttention, KVCache, padding_mask
 from .layers import ACTIVATIONS, POSITIONAL, PositionwiseFeedForward, Embeddings
 
 # %% auto #0
@@ -120,8 +121,9 @@ def position_module(c: TransformerConfig) -> nn.Module:
     return POSITIONAL[c.positional].embed(c.d_model, c.max_len)
 
 def self_attention(c: TransformerConfig) -> MultiHeadAttention:
-    "A self-attention layer for config `c`, given what its positional scheme needs (RoPE's rotary table, ALiBi's slopes)."
-    return MultiHeadAttention(c.d_model, c.n_heads, c.attn_dropout, c.d_k, c.d_v, **POSITIONAL[c.positional].attention(c.n_heads, c.head_dim, c.max_len))
+    "A self-attention layer for config `c`, of the class its positional scheme takes (RoPE's and ALiBi's are subclasses)."
+    return POSITIONAL[c.positional].attention(c.d_model, c.n_heads, c.attn_dropout, c.d_k, c.d_v, c.max_len)
+
 
 # %% ../nbs/03_model.ipynb #b41cf2ee
 class Residual(nn.Module):
@@ -182,18 +184,17 @@ class DecoderLayer(nn.Module):
 
 class DecoderCache:
     "Incremental decoding's state: the self-attention `KVCache` of all layers, and each layer's encoder-side keys and values."
-    def __init__(self, n_layers: int, max_len: int | None = None):
-        self.kv, self.cross = KVCache(n_layers, max_len), None
+    def __init__(self, n_layers: int):
+        self.kv, self.cross = KVCache(n_layers), None
 
-    def __len__(self) -> int: return self.kv.length()
+    def __len__(self) -> int:
+        return self.kv.length()
 
-    def reorder(self,
-                rows: Tensor,  # new row r continues old row rows[r]
-                sentences: Tensor | None = None):  # the sentences still decoding, if some just finished
-        "Reorder the rows (beam search), and keep only the encoder side of the sentences still decoding."
+    def reorder(self, rows: Tensor):  # new row r continues old row rows[r]
+        "Reorder the rows (beam search) on both sides: the self-attention cache and the encoder's keys and values."
         self.kv.reorder(rows)
-        if sentences is not None and self.cross is not None:
-            self.cross = [(k.index_select(0, sentences), v.index_select(0, sentences)) for k, v in self.cross]
+        if self.cross is not None:
+            self.cross = [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.cross]
 
 class Decoder(nn.Module):
     "N decoder layers (and a final LayerNorm when pre-norm)."
@@ -225,7 +226,7 @@ class ModelBase(nn.Module):
     def logits(self, h: Tensor) -> Tensor:
         "Pre-softmax projection of the final states (the tied embedding matrix, §3.4), plus the logits bias if there is one."
         w = self.output_embedding().weight if self.out_proj is None else self.out_proj.weight
-        return linear(h, w, getattr(self, "logits_bias", None), key=(id(self), "logits"))   # a model without the option has no bias
+        return F.linear(h, w, getattr(self, "logits_bias", None))   # a model without the option has no bias
 
     def init_weights(self):
         "Xavier-uniform for every matrix, token embeddings from N(0, 1/d_model) unless `emb_init='xavier'`; biases and LayerNorm as PyTorch's."
@@ -255,12 +256,9 @@ class Transformer(ModelBase):
         self.logits_bias = nn.Parameter(torch.zeros(c.tgt_vocab_size)) if c.logits_bias else None
         self.init_weights()
 
-    def src_mask(self, src: Tensor) -> Tensor | None:
-        "Padding mask of `src`; on the CPU None when nothing is padded (the fused kernels then skip masking)."
-        mask = padding_mask(src, self.config.pad_id)
-        # Asking whether anything is padded is free on the CPU; on an accelerator it would wait for the device.
-        if src.device.type == "cpu" and not torch.compiler.is_compiling() and bool(mask.all()): return None
-        return mask
+    def src_mask(self, src: Tensor) -> Tensor:
+        "Padding mask of `src` `[B, 1, 1, S]`: True at real tokens."
+        return padding_mask(src, self.config.pad_id)
 
     def encode(self, src: Tensor, src_mask: Tensor | None = None) -> Tensor:
         "`[B, S]` token ids -> `[B, S, d_model]` memory."

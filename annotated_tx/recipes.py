@@ -20,6 +20,7 @@ from .trainer import TrainConfig, train
 from .checkpoints import list_checkpoints, average_last
 from .runtime import dist_env
 from .decoding import DecodeConfig, translate
+from .engine import EngineDecoder
 from .evaluation import score_corpus, corpus_bleu
 
 # %% auto #0
@@ -229,7 +230,7 @@ def score_split(
     progress: bool = True,  # show a progress bar
 ) -> tuple[dict, list[str]]:
     "Translate the source side of `pairs` and score it against the target side: (scores, translations)."
-    hyps = translate(model, tokenizer, [s for s, _ in pairs], recipe.decode_config(beam), progress=progress)
+    hyps = translate(model, tokenizer, [s for s, _ in pairs], recipe.decode_config(beam), progress=progress, decoder=EngineDecoder)
     scores = score_corpus(hyps, [t for _, t in pairs], recipe.tgt_lang)
     return {k: dict(score=round(v.score, 2), signature=v.signature) for k, v in scores.items()}, hyps
 
@@ -241,7 +242,7 @@ def validation_probe(
     "The trainer's probe for a recipe: greedy BLEU on a few hundred val sentences, the first one's translation, and a warning on a plateau."
     pairs, warned = pairs[:recipe.probe_sentences], []
     def probe(model: Transformer, rec: dict) -> dict:
-        hyps = translate(model, tokenizer, [s for s, _ in pairs], recipe.decode_config(1))
+        hyps = translate(model, tokenizer, [s for s, _ in pairs], recipe.decode_config(1), decoder=EngineDecoder)
         out = {"greedy_bleu": round(corpus_bleu(hyps, [t for _, t in pairs]).score, 2), "sample": f"{pairs[0][0]} -> {hyps[0]}"}
         if "val_ppl" in recipe.expect and not warned:
             update, ppl = recipe.expect["val_ppl"]
