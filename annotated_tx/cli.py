@@ -396,15 +396,15 @@ def bench_decode_main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the random weights and sources (default: 0)")
     a = ap.parse_args(argv)
     from functools import partial
-    from annotated_tx.benchmarks import CompiledDecoder, bench_decode
-    from annotated_tx.decoding import IncrementalDecoder
+    from annotated_tx.benchmarks import bench_decode
+    from annotated_tx.engine import CompiledDecoder, EngineDecoder
     from annotated_tx.interop import decode_peers
     from annotated_tx.runtime import torch_threads
     peers = None if a.no_marian and a.no_ct2 else partial(decode_peers, marian=not a.no_marian, ct2=not a.no_ct2)
     with torch_threads(a.threads):
         bench_decode(a.config, a.sentences, (a.min_src_len, a.max_src_len), a.new_tokens, a.beam, a.rounds,
                      peers=peers, device=a.device, seed=a.seed,
-                     decoders={"ours": IncrementalDecoder, **({"ours compiled": CompiledDecoder} if a.compile else {})})
+                     decoders={"ours": EngineDecoder, **({"ours compiled": CompiledDecoder} if a.compile else {})})
     return 0
 def bench_translate_parser() -> Parser:
     "The options of `annotated-tx bench translate`."
