@@ -14,7 +14,7 @@ from torch import nn, Tensor
 
 # %% auto #0
 __all__ = ['subsequent_mask', 'causal_mask', 'padding_mask', 'attention', 'fast_attention', 'alibi_bias', 'MultiHeadAttention',
-           'KVCache', 'attention_chart']
+           'attention_figure', 'KVCache', 'attention_chart']
 
 # %% ../nbs/01_attention.ipynb #fa35f1db
 def subsequent_mask(
@@ -142,7 +142,7 @@ class MultiHeadAttention(nn.Module):
         return self.split(q, self.d_k), self.split(k, self.d_k), self.split(v, self.d_v)
 
     def kernel(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, bias: Tensor | None = None) -> Tensor:
-        "Eq. (1) for every head: written out when the weights are kept or on a CPU below float32, fused otherwise."
+        "Eq. (1) for every head: written out if the weights are kept or on a CPU in any dtype but float32, else fused."
         p = self.dropout if self.training else 0.0
         if not (self.keep_weights or (q.device.type == "cpu" and q.dtype != torch.float32)):
             return fast_attention(q, k, v, mask, causal, p, bias)
@@ -170,6 +170,67 @@ class MultiHeadAttention(nn.Module):
         if cache is not None: k, v = cache.append(layer, k, v)
         return self.w_o(self.merge(self.kernel(q, k, v, mask, causal)))
 
+# %% ../nbs/01_attention.ipynb #c763207b
+def attention_figure(
+    mha: MultiHeadAttention,  # the layer to draw (read, not run)
+    axes=None,  # two matplotlib Axes to draw into, left and right (default: a new figure)
+):
+    "Figure 2 of the paper drawn from a layer: scaled dot-product attention (left), multi-head attention (right)."
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyBboxPatch
+    h, d_k, d_v = mha.n_heads, mha.d_k, mha.d_v
+    if axes is None: _, axes = plt.subplots(1, 2, figsize=(10, 4.2), gridspec_kw=dict(width_ratios=[1, 1.4]))
+    left, right = axes
+    def box(ax, x, y, text, colour, w=3.0, tall=0.5):
+        "A rounded box centred on x, from y to y + tall; returns its top."
+        ax.add_patch(FancyBboxPatch((x - w / 2, y), w, tall, boxstyle="round,pad=0.03", fc=colour, ec="0.3"))
+        ax.text(x, y + tall / 2, text, ha="center", va="center", fontsize=8)
+        return y + tall
+    def arrow(ax, x0, y0, x1, y1):
+        ax.annotate("", xy=(x1, y1), xytext=(x0, y0), arrowprops=dict(arrowstyle="->", color="0.3"))
+    def inputs(ax, names_at):
+        for name, x in names_at: ax.text(x, 0, name, ha="center", va="center", fontsize=10, weight="bold")
+    # left: one head, eq. (1) step by step
+    inputs(left, [("Q", -1.0), ("K", 0.0), ("V", 1.3)])
+    arrow(left, -1.0, 0.2, -1.0, 0.6)
+    arrow(left, 0.0, 0.2, 0.0, 0.6)
+    top = box(left, -0.5, 0.6, "MatMul:  $QK^T$", "#d9d2e9")
+    steps = [(f"Scale:  ÷ √d_k = √{d_k}", "#f3f3b0"), ("Mask (opt.):  −∞ where not allowed", "#f4c7c3"),
+             ("SoftMax over the keys", "#bfe3f0")]
+    for label, colour in steps:
+        arrow(left, -0.5, top, -0.5, top + 0.35)
+        top = box(left, -0.5, top + 0.35, label, colour)
+    arrow(left, -0.5, top, -0.5, top + 0.35)
+    arrow(left, 1.3, 0.2, 1.3, top + 0.35)
+    top = box(left, 0.2, top + 0.35, f"MatMul:  weights · V  (d_v={d_v})", "#d9d2e9", w=3.2)
+    arrow(left, 0.2, top, 0.2, top + 0.35)
+    left.set_title(f"Scaled Dot-Product Attention\none head: d_k={d_k}, d_v={d_v}", fontsize=9)
+    left.set_xlim(-2.3, 2.3)
+    left.set_ylim(-0.4, top + 0.6)
+    # right: h heads between the projections and W^O
+    projections = [("V", -2.1, mha.w_v, d_v), ("K", 0.0, mha.w_k, d_k), ("Q", 2.1, mha.w_q, d_k)]
+    inputs(right, [(name, x) for name, x, _, _ in projections])
+    for name, x, w, d in projections:
+        arrow(right, x, 0.2, x, 0.6)
+        label = f"Linear $W^{name}$\n{w.in_features} → {w.out_features} = {h}×{d}"
+        box(right, x, 0.6, label, "#f6d7a7", w=1.9, tall=0.7)
+        arrow(right, x, 1.3, x * 0.6, 1.8)
+    for i in reversed(range(1, min(h, 4))):   # the heads behind the first, as the paper stacks them
+        at = (-2.4 + 0.1 * i, 1.8 + 0.1 * i)
+        shadow = FancyBboxPatch(at, 4.8, 0.8, boxstyle="round,pad=0.03", fc="#eeeeee", ec="0.5")
+        right.add_patch(shadow)
+    heads = f"Scaled Dot-Product Attention\n× h={h} heads in parallel (d_k={d_k}, d_v={d_v})"
+    top = box(right, 0, 1.8, heads, "#d9d2e9", w=4.8, tall=0.8)
+    arrow(right, 0, top + 0.3, 0, top + 0.45)
+    top = box(right, 0, top + 0.45, f"Concat:  {h} heads × {d_v} = {h * d_v}", "#f3f3b0", w=3.4)
+    arrow(right, 0, top, 0, top + 0.35)
+    top = box(right, 0, top + 0.35, f"Linear $W^O$:  {mha.w_o.in_features} → {mha.w_o.out_features}", "#f6d7a7", w=3.4)
+    arrow(right, 0, top, 0, top + 0.35)
+    right.set_title(f"Multi-Head Attention\nd_model={mha.w_q.in_features}, h={h}", fontsize=9)
+    right.set_xlim(-3.3, 3.3)
+    right.set_ylim(-0.4, top + 0.6)
+    for ax in axes: ax.axis("off")
+    return axes
 
 # %% ../nbs/01_attention.ipynb #d0d94c19
 class KVCache:
