@@ -150,7 +150,7 @@ def seed_everything(seed: int) -> None:
     random.seed(seed); np.random.seed(seed % 2**32); torch.manual_seed(seed)
 
 # %% ../nbs/09_checkpoints.ipynb #b1c2d303
-class RunLocked(RuntimeError):
+class RunLocked(OSError):
     "Another process holds the run directory's lock."
 
 def _try_lock(fd: int) -> bool:

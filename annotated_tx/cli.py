@@ -4,17 +4,19 @@
 
 # %% ../nbs/90_cli.ipynb #d16d6931
 from __future__ import annotations
-import argparse, json, sys, time
+import argparse, json, shlex, sys, time, traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 # %% auto #0
-__all__ = ['BAD_INPUT', 'EXIT', 'COMMANDS', 'LAYERS', 'UsageError', 'Parser', 'one_line', 'run_command', 'parse_set',
-           'existing_dir', 'train_parser', 'overrides_from_args', 'recipe_from_args', 'copy_preset_main', 'train_main',
-           'evaluate_parser', 'evaluate_recipe', 'evaluate_main', 'translate_parser', 'translate_main', 'export_parser',
-           'export_main', 'score_main', 'average_main', 'vocab_main', 'download_main', 'bench_train_parser',
-           'print_bench_train', 'bench_train_main', 'bench_decode_main', 'bench_translate_parser',
-           'bench_translate_main', 'exercises_init_main', 'exercises_check_main', 'info_main', 'usage', 'main',
-           'package_imports', 'layer_violations']
+__all__ = ['BAD_INPUT', 'EXIT', 'COMMANDS', 'LAYERS', 'UsageError', 'Parser', 'one_line', 'is_bad_input', 'write_traceback',
+           'traceback_note', 'run_command', 'parse_set', 'existing_dir', 'positive_int', 'train_parser',
+           'overrides_from_args', 'recipe_from_args', 'copy_preset_main', 'train_main', 'evaluate_parser',
+           'evaluate_recipe', 'evaluate_main', 'translate_parser', 'translate_main', 'export_parser', 'export_main',
+           'score_main', 'average_main', 'vocab_main', 'download_main', 'bench_train_parser', 'print_bench_train',
+           'bench_train_main', 'bench_decode_main', 'bench_translate_parser', 'bench_translate_main',
+           'exercises_init_main', 'exercises_check_main', 'info_main', 'cache_main', 'usage', 'main', 'Layer',
+           'package_imports', 'import_refusal', 'layer_violations']
 
 # %% ../nbs/90_cli.ipynb #651aca94
 class UsageError(ValueError):
@@ -24,25 +26,62 @@ class Parser(argparse.ArgumentParser):
     "argparse's parser whose errors are raised as `UsageError`, so that `run_command` reports them as it reports any bad input."
     def error(self, message: str): raise UsageError(f"{message} (see --help)")
 
-BAD_INPUT = (ValueError, OSError, ImportError, RuntimeError)   # what the library raises, with a message for the user, for what it cannot use
-EXIT = {"done": 0, "check failed": 1, "bad input": 2, "interrupted": 130}   # every command's exit statuses
+BAD_INPUT = (ValueError, OSError, ImportError)   # what the library raises, with a message, for input it cannot use
+EXIT = {"done": 0, "check failed": 1, "bad input": 2, "fault": 3, "interrupted": 130}   # every command's exit statuses
 
 def one_line(e: BaseException) -> str:
     "An error as one line: an `OSError` from the system as its reason and file, any other its message with line breaks folded."
     text = f"{e.strerror}: {e.filename}" if isinstance(e, OSError) and e.strerror and e.filename else str(e) or type(e).__name__
     return " ".join(text.split())
 
+def is_bad_input(e: BaseException) -> bool:
+    "Is `e` the library's complaint about its input (one of `BAD_INPUT`), rather than a fault of the program?"
+    if isinstance(e, ImportError): return not (e.name or "").startswith("annotated_tx")   # a module of its own: a bug
+    return isinstance(e, BAD_INPUT)
+
+def write_traceback(
+    command: str,  # the command line that failed, as typed
+) -> Path:
+    "Write the exception being handled, its traceback and the versions in play to a new file in the temporary folder."
+    import tempfile
+    from annotated_tx import __version__
+    torch = getattr(sys.modules.get("torch"), "__version__", "not imported")   # torch only if the command imported it
+    head = f"$ {command}\nannotated_tx {__version__}, Python {sys.version.split()[0]}, torch {torch}\n\n"
+    fd, path = tempfile.mkstemp(prefix="annotated-tx-", suffix=".traceback.txt")
+    with open(fd, "w", encoding="utf-8", errors="replace") as f: f.write(head + traceback.format_exc())
+    return Path(path)
+
+def traceback_note(
+    command: str,  # the command line that failed, as typed
+    debug: bool,  # `--debug` was given: the traceback is on stderr already
+) -> str:
+    "Where the traceback of the fault being handled is, to end its line: above, in a file written now, or why in none."
+    if debug: return "its traceback is above"
+    try: return f"please report it with its traceback, written to {write_traceback(command)}"
+    except Exception as e:                                       # the line must come all the same
+        return f"its traceback could not be written ({one_line(e)}); run it again as annotated-tx --debug ... to see it"
+
 def run_command(
     name: str,  # the command's name, e.g. 'train' or 'exercises check'
     main,  # its `*_main(argv) -> int`
     argv: list[str],  # its arguments
+    debug: bool = False,  # print an error's traceback on stderr above its line (and write no file)
 ) -> int:
-    "Run one command; bad input of any kind is one line on stderr, `annotated-tx NAME: error: ...`, and status 2."
+    "Run one command: bad input is one line on stderr and status 2; any other exception is a fault: one line, status 3."
     try: return int(main(argv) or 0)
-    except BAD_INPUT as e:
-        if isinstance(e, ImportError) and (e.name or "").startswith("annotated_tx"): raise   # the package's own bug, not the input
-        print(f"annotated-tx {name}: error: {one_line(e)}", file=sys.stderr); return EXIT["bad input"]
-    except KeyboardInterrupt: print(f"annotated-tx {name}: interrupted", file=sys.stderr); return EXIT["interrupted"]
+    except KeyboardInterrupt:
+        print(f"annotated-tx {name}: interrupted", file=sys.stderr)
+        return EXIT["interrupted"]
+    except Exception as e:
+        if debug: traceback.print_exc()
+        if is_bad_input(e):
+            print(f"annotated-tx {name}: error: {one_line(e)}", file=sys.stderr)
+            return EXIT["bad input"]
+        note = traceback_note(shlex.join(["annotated-tx", *name.split(), *argv]), debug)
+        what = f"{type(e).__name__}: {one_line(e)}" if str(e) else type(e).__name__
+        print(f"annotated-tx {name}: internal error, a fault of the program, not of its input: {what}; {note}",
+              file=sys.stderr)
+        return EXIT["fault"]
 
 # %% ../nbs/90_cli.ipynb #6f9d00ff
 _PY_LITERALS = {"True": "true", "False": "false", "None": "null"}   # Python spellings that would otherwise pass as strings
@@ -69,6 +108,13 @@ def existing_dir(path: str) -> str:
     "An argparse type: a directory that exists, so that a misspelt `--data-dir` is named rather than downloaded into."
     if not Path(path).is_dir(): raise argparse.ArgumentTypeError(f"{path} is not a directory")
     return path
+
+def positive_int(text: str) -> int:
+    "An argparse type: a whole number of at least 1, such as a count of threads (which torch would refuse deep inside)."
+    try: n = int(text)
+    except ValueError: raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 1: raise argparse.ArgumentTypeError(f"{n} is not at least 1")
+    return n
 
 def train_parser() -> Parser:
     "The options of `annotated-tx train`."
@@ -199,7 +245,7 @@ def translate_parser() -> Parser:
                     help="a line longer than the model's max_len: translate its beginning with a warning (default) or stop with an error")
     ap.add_argument("--device", default="auto", help="'cpu', 'cuda', ... (default: cuda if available)")
     ap.add_argument("--engine", choices=["torch", "ct2"], default="torch", help="the book's decoders (default) or CTranslate2")
-    ap.add_argument("--threads", type=int, default=None, help="CPU threads (default: the engine's choice)")
+    ap.add_argument("--threads", type=positive_int, default=None, help="CPU threads (default: the engine's choice)")
     ap.add_argument("--compute-type", default="default", help="CTranslate2: default (as exported), float32, int8, ...; "
                     "the torch engine: default (float32) or int8 (torch's dynamic quantization, CPU only)")
     ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None, help="the torch engine, float32 on the CPU: "
@@ -333,7 +379,7 @@ def bench_train_parser() -> Parser:
                    help="auto: float32, and bf16 autocast too where the device computes bf16 natively (default); none: float32; "
                         "bf16: bf16 autocast; both: the two interleaved in one run")
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
-    p.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's default)")
+    p.add_argument("--threads", type=positive_int, default=None, help="torch threads (default: torch's default)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
     p.add_argument("--quiet", action="store_true", help="do not print each round")
@@ -387,7 +433,7 @@ def bench_decode_main(argv: list[str] | None = None) -> int:
     ap.add_argument("--new-tokens", type=int, default=40, help="tokens generated per sentence, EOS suppressed (default: 40)")
     ap.add_argument("--beam", type=int, default=4, help="beam size of the beam-search contenders (default: 4)")
     ap.add_argument("--rounds", type=int, default=5, help="timed rounds; each contender runs once per round, interleaved (default: 5)")
-    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    ap.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's choice)")
     ap.add_argument("--device", default="cpu", help="device to run on (default: cpu)")
     ap.add_argument("--no-marian", action="store_true", help="skip HuggingFace MarianMTModel")
     ap.add_argument("--no-ct2", action="store_true", help="skip CTranslate2")
@@ -412,7 +458,8 @@ def bench_translate_parser() -> Parser:
     p.add_argument("-m", "--model", required=True, help="a run directory of the book's (or a model file with tokenizer.model beside it)")
     p.add_argument("--ct2", default=None, help="its CTranslate2 export, float32 (default: exported now into a temporary "
                    "directory, as annotated-tx export --to ct2 does)")
-    p.add_argument("--threads", type=int, nargs="+", default=[1], help="CPU threads of every engine; several: one table each (default: 1)")
+    p.add_argument("--threads", type=positive_int, nargs="+", default=[1],
+                   help="CPU threads of every engine; several: one table each (default: 1)")
     p.add_argument("--repetitions", type=int, default=3, help="timed repetitions, the engines interleaved in each (default: 3)")
     p.add_argument("--beam", type=int, default=4, help="beam size of the beam-search engines (default: 4)")
     p.add_argument("--alpha", type=float, default=0.6, help="their length penalty α, |Y|^α for both engines (default: 0.6)")
@@ -434,7 +481,6 @@ def bench_translate_main(argv: list[str] | None = None) -> int:
     from annotated_tx.benchmarks import bench_translate, timing_host
     from annotated_tx.interop import export_model, run_test_pairs, translation_engines
     a = bench_translate_parser().parse_args(argv)
-    if min(a.threads) < 1: raise UsageError(f"--threads must be at least 1, got {min(a.threads)}")
     results = {}
     with tempfile.TemporaryDirectory() as d:
         ct2 = a.ct2 or export_model(a.model, Path(d) / "ct2", to="ct2")         # what `annotated-tx export --to ct2` writes
@@ -500,6 +546,23 @@ def info_main(argv: list[str] | None = None) -> int:
               f"vocab={c.src_vocab_size}: {n / 1e6:.1f}M parameters")
     return 0
 
+def cache_main(argv: list[str] | None = None) -> int:
+    "`annotated-tx cache`: the compiled decoding steps kept on disk (the engine chapter), their bytes and bound; `--clear` deletes them."
+    from annotated_tx.engine import STEP_CACHE_ENV, cache_report, steps_dir
+    ap = Parser(prog="annotated-tx cache", description=cache_main.__doc__)
+    ap.add_argument("--clear", action="store_true", help="delete every kept compiled step")
+    a = ap.parse_args(argv)
+    folder = steps_dir()
+    steps, bound = cache_report(folder)
+    total = sum(size for _, size in steps)
+    print(f"{folder}: {len(steps)} compiled steps, {total / 2 ** 20:.1f} MiB of a bound of {bound / 2 ** 20:,.0f} MiB "
+          f"(${STEP_CACHE_ENV} sets it)")
+    for path, size in steps:
+        if a.clear:
+            path.unlink(missing_ok=True)
+        print(f"  {'deleted ' if a.clear else ''}{path.name}  {size / 2 ** 20:.1f} MiB")
+    return 0
+
 COMMANDS = {  # command: (its function, one line of help)
     "train": (train_main, "train end to end from a preset (default multi30k-cpu; or copy) and score it"),
     "evaluate": (evaluate_main, "translate a corpus split with a saved model and score it"),
@@ -515,17 +578,22 @@ COMMANDS = {  # command: (its function, one line of help)
     "exercises init": (exercises_init_main, "write DIR/exercises.py: the book's twelve exercises as stubs (never overwrites)"),
     "exercises check": (exercises_check_main, "grade DIR/exercises.py against the book, then train the copy task with it"),
     "info": (info_main, "versions, device, and the model configurations with their sizes"),
+    "cache": (cache_main, "the compiled decoding steps kept on disk, and their bound; --clear deletes them"),
 }
 
 def usage() -> str:
     "The text of `annotated-tx --help`: every command with its line of help."
-    lines = ["usage: annotated-tx COMMAND [options]   (annotated-tx COMMAND --help for its options)", "", "commands:"]
+    lines = ["usage: annotated-tx [--debug] COMMAND [options]   (annotated-tx COMMAND --help for its options)", "",
+             "--debug: an error's traceback on stderr (a fault of the program writes it to a file otherwise)", "",
+             "commands:"]
     lines += [f"  {name:16} {help}" for name, (_, help) in COMMANDS.items()]
     return "\n".join(lines)
 
 def main(argv: list[str] | None = None) -> int:
-    "Entry point of `annotated-tx`: dispatch to the command's `*_main(argv)` through `run_command`."
+    "Entry point of `annotated-tx [--debug]`: dispatch to the command's `*_main(argv)` through `run_command`."
     argv = sys.argv[1:] if argv is None else list(argv)
+    debug = argv[:1] == ["--debug"]                                    # the one global flag, before the command
+    if debug: argv = argv[1:]
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage()); return 0
     name, rest = argv[0], argv[1:]
@@ -538,13 +606,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"annotated-tx {name}: error: give one of its commands: {', '.join(group)} (see --help)", file=sys.stderr); return 2
     if name not in COMMANDS:
         print(f"annotated-tx: error: unknown command {name!r} (see annotated-tx --help)", file=sys.stderr); return 2
-    return run_command(name, COMMANDS[name][0], rest)
+    return run_command(name, COMMANDS[name][0], rest, debug)
 
 # %% ../nbs/90_cli.ipynb #370a5696
-LAYERS = [  # the package's modules from the bottom up: a module may import only modules listed before it
-    ("runtime",), ("attention",), ("layers",), ("model",),
-    ("data", "tokenizer", "batching"), ("optimization", "checkpoints", "trainer"), ("decoding", "evaluation"),
-    ("copy_task", "recipes"), ("beyond", "benchmarks", "interop", "exercises"), ("cli",),
+@dataclass(frozen=True)
+class Layer:
+    "A layer of the package: its name, its modules, and whether they are used in order."
+    name: str  # as the table names it, e.g. 'the core'
+    modules: tuple[str, ...]  # its modules, in their order where `ordered`
+    ordered: bool = False  # each module may import those before it here; otherwise they import none of each other
+
+LAYERS = [  # the package from the bottom up, the table above as data
+    Layer("runtime", ("runtime",)),
+    Layer("the core", ("attention", "layers", "model"), ordered=True),
+    Layer("data", ("data", "tokenizer", "batching"), ordered=True),
+    Layer("training", ("optimization", "checkpoints", "trainer"), ordered=True),
+    Layer("using a model", ("decoding", "evaluation")),
+    Layer("the engine: fast beside the paper", ("engine",)),
+    Layer("whole jobs", ("copy_task", "recipes")),
+    Layer("beyond the paper", ("beyond", "benchmarks", "interop", "exercises")),
+    Layer("the command line", ("cli",)),
 ]
 
 # %% ../nbs/90_cli.ipynb #b50b9af7
@@ -564,16 +645,30 @@ def package_imports(
             else: found += [(a.name, node.lineno) for a in node.names]  # from . import decoding; from annotated_tx import __version__
     return [(name, line) for name, line in found if name != module]
 
+def import_refusal(
+    importer: str,  # the importing module
+    imported: str,  # the module it imports
+    layers: list[Layer] = LAYERS,  # the package from the bottom up
+) -> str:
+    "Why the layers forbid `importer` to import `imported`, in words; '' where they allow it (or do not list either)."
+    where = {m: (i, j) for i, layer in enumerate(layers) for j, m in enumerate(layer.modules)}   # module: layer, place
+    if importer not in where or imported not in where: return ""
+    (i, j), (k, l) = where[importer], where[imported]
+    if k > i: return f"of a later layer ({k}: {layers[k].name})"
+    if k < i or (layers[i].ordered and l < j): return ""
+    if layers[i].ordered: return f"after it in its ordered layer ({i}: {layers[i].name})"
+    return f"of its own layer ({i}: {layers[i].name}), whose modules import none of each other"
+
 def layer_violations(
     package: str | Path,  # the package's directory
-    layers: list[tuple[str, ...]] = LAYERS,  # the modules from the bottom up
+    layers: list[Layer] = LAYERS,  # the package from the bottom up
 ) -> list[str]:
-    "Every import in the package of a module listed after the importing one, as 'module.py:line imports later'."
-    order = [m for layer in layers for m in layer]
+    "Every import in the package that the layers forbid, as 'module.py:line imports name, why'; any module not listed."
+    listed = {m for layer in layers for m in layer.modules}
     out = []
     for path in sorted(Path(package).glob("*.py")):
         if path.stem.startswith("_"): continue
-        if path.stem not in order: out.append(f"{path.name}: not in the layers"); continue
+        if path.stem not in listed: out.append(f"{path.name}: not in the layers")
         for name, line in package_imports(path.read_text(), path.stem):
-            if name in order and order.index(name) > order.index(path.stem): out.append(f"{path.name}:{line} imports {name}")
+            if why := import_refusal(path.stem, name, layers): out.append(f"{path.name}:{line} imports {name}, {why}")
     return out

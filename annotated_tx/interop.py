@@ -388,7 +388,7 @@ class CT2Process:
             pickle.dump(message, self.process.stdin); self.process.stdin.flush()
             kind, value = pickle.load(self.process.stdout)
         except (EOFError, OSError): raise RuntimeError(f"CTranslate2's process ended (exit status {self.process.poll()})") from None
-        if kind == "error": raise RuntimeError(f"CTranslate2: {value}")
+        if kind == "error": raise ValueError(f"CTranslate2: {value}")
         return value
 
     @staticmethod
@@ -586,7 +586,7 @@ def load_translator(
     if compute_type not in ("default", "float32", "int8"):
         raise ValueError(f"compute_type={compute_type!r} is a CTranslate2 setting: use engine 'ct2' (the torch engine has float32 and int8)")
     if threads: torch.set_num_threads(threads)
-    dev = resolve_device() if device == "auto" else torch.device(device)
+    dev = resolve_device(device)
     if dev.type == "cpu": retain_freed_memory()    # as training does: else a beam's [rows, V] log-probabilities are mapped and zeroed afresh at every step
     if compute_type == "int8" and dev.type != "cpu": raise ValueError(f"compute_type='int8' runs on the CPU only, not {dev.type}")
     if compiled and dev.type != "cpu": raise ValueError(f"compiled decoding runs on the CPU only, not {dev.type}")

@@ -42,8 +42,11 @@ def resolve_device(
     if device == "auto": device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda": device = f"cuda:{local_rank}"
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(f"device {device!r} requested but CUDA is not available")
-    return torch.device(device)
+        raise ValueError(f"device {device!r} requested but CUDA is not available")
+    try:
+        return torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}") from None
 
 # %% ../nbs/00_runtime.ipynb #dc159c64
 def _cpu_bf16_instructions() -> list[str]:
