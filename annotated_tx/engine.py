@@ -23,12 +23,13 @@ from .runtime import say
 
 
 # %% auto #0
-__all__ = ['STEP_CACHE_MB', 'STEP_CACHE_ENV', 'packs', 'parameters_stamp', 'PackedWeights', 'linear', 'project', 'stacked_qkv',
-           'self_attention_step', 'cross_attention_step', 'feed_forward', 'engine_runs', 'encode', 'self_attention',
-           'decode_step', 'log_probs', 'BufferedKVCache', 'SharedSourceCache', 'block_top_k', 'source_mask', 'cross_kv',
-           'EngineDecoder', 'Int8Weights', 'Int8Decoder', 'DecodingStep', 'remember_file', 'step_key', 'compile_step',
-           'steps_dir', 'step_cache_bytes', 'prune_steps', 'cache_report', 'load_or_compile_step', 'compiled_step',
-           'has_compiled_steps', 'CompiledDecoder', 'KeptStepsDecoder', 'IndirectKVCache']
+__all__ = ['PLAIN_ATTENTION', 'STEP_CACHE_MB', 'STEP_CACHE_ENV', 'packs', 'parameters_stamp', 'PackedWeights', 'linear',
+           'project', 'stacked_qkv', 'computes_as', 'self_attention_step', 'cross_attention_step', 'feed_forward',
+           'engine_runs', 'encode', 'self_attention', 'decode_step', 'log_probs', 'BufferedKVCache',
+           'SharedSourceCache', 'block_top_k', 'source_mask', 'cross_kv', 'EngineDecoder', 'Int8Weights', 'Int8Decoder',
+           'DecodingStep', 'remember_file', 'step_key', 'compile_step', 'steps_dir', 'step_cache_bytes', 'prune_steps',
+           'cache_report', 'load_or_compile_step', 'compiled_step', 'has_compiled_steps', 'CompiledDecoder',
+           'KeptStepsDecoder', 'IndirectKVCache']
 
 # %% ../nbs/19_engine.ipynb #e0000006
 def packs(x: Tensor, weight: Tensor) -> bool:
@@ -102,6 +103,14 @@ def stacked_qkv(attn: MultiHeadAttention) -> tuple[Tensor, Tensor | None]:
     return torch.cat([p.weight for p in ps]), None if attn.w_q.bias is None else torch.cat([p.bias for p in ps])
 
 
+def computes_as(module: nn.Module, cls: type, *methods: str) -> bool:
+    "Whether `module` computes as `cls`: an instance whose `methods` are `cls`'s own (a subclass may only wrap it, as `torch.export` does)."
+    return isinstance(module, cls) and all(getattr(type(module), m) is getattr(cls, m) for m in methods)
+
+
+PLAIN_ATTENTION = ("forward", "kernel", "split", "merge", "project_q", "project_kv", "project_qkv")   # what the engine's steps redo
+
+
 def self_attention_step(
     attn: MultiHeadAttention,  # a decoder layer's self-attention
     y: Tensor,  # `[N, n, d_model]` the new positions' states
@@ -111,7 +120,7 @@ def self_attention_step(
     qkv: dict | None = None,  # layer -> `stacked_qkv(attn)`, filled at the first step (None: stacked at every call)
 ) -> Tensor:
     "`attn(y, y, y, causal=True, cache=kv, layer=layer)`: Q, K, V in one product, eq. (1) written out; RoPE, ALiBi: the layer itself."
-    if type(attn) is not MultiHeadAttention:
+    if not computes_as(attn, MultiHeadAttention, *PLAIN_ATTENTION):
         return attn(y, y, y, causal=True, cache=kv, layer=layer)
     if qkv is None:
         w, b = stacked_qkv(attn)
@@ -136,10 +145,12 @@ def cross_attention_step(
     (B, h, S, d_k), N, n = k.shape, y.size(0), y.size(1)
     g = N // B
     q = attn.split(project(store, y, attn.w_q), d_k)                           # [N, h, n, d_k]
+    if g == 1:
+        return project(store, attn.merge(attention(q, k, v, mask)[0]), attn.w_o)
     q = q.view(B, g, h, n, d_k).transpose(1, 2).reshape(B, h, g * n, d_k)       # a sentence's beams side by side
-    out, _ = attention(q, k, v, mask)
-    out = out.view(B, h, g, n, attn.d_v).transpose(1, 2).reshape(N, h, n, attn.d_v)
-    return project(store, attn.merge(out), attn.w_o)
+    out, _ = attention(q, k, v, mask)                                           # [B, h, g·n, d_v]
+    out = out.view(B, h, g, n, attn.d_v).permute(0, 2, 3, 1, 4).reshape(N, n, h * attn.d_v)   # the heads side by side
+    return project(store, out, attn.w_o)
 
 
 def feed_forward(ffn: PositionwiseFeedForward, x: Tensor, store: PackedWeights | None = None) -> Tensor:
@@ -149,10 +160,11 @@ def feed_forward(ffn: PositionwiseFeedForward, x: Tensor, store: PackedWeights |
 
 def engine_runs(model: nn.Module) -> bool:
     "Whether the engine's functions compute `model`: a `Transformer` of the book's own layers (self-attention may be a subclass)."
-    return (isinstance(model, Transformer) and all(type(l) is EncoderLayer and type(l.ffn) is PositionwiseFeedForward
-                                                   for l in model.encoder.layers)
-            and all(type(l) is DecoderLayer and type(l.cross_attn) is MultiHeadAttention
-                    and type(l.ffn) is PositionwiseFeedForward for l in model.decoder.layers))
+    ffn = lambda f: computes_as(f, PositionwiseFeedForward, "forward")
+    return (isinstance(model, Transformer)
+            and all(computes_as(l, EncoderLayer, "forward") and ffn(l.ffn) for l in model.encoder.layers)
+            and all(computes_as(l, DecoderLayer, "forward") and ffn(l.ffn)
+                    and computes_as(l.cross_attn, MultiHeadAttention, *PLAIN_ATTENTION) for l in model.decoder.layers))
 
 
 def encode(model: Transformer, src: Tensor, mask: Tensor | None, store: PackedWeights | None = None) -> Tensor:
@@ -166,7 +178,7 @@ def encode(model: Transformer, src: Tensor, mask: Tensor | None, store: PackedWe
 
 def self_attention(attn: MultiHeadAttention, y: Tensor, mask: Tensor | None, store: PackedWeights | None = None) -> Tensor:
     "`attn(y, y, y, mask)` of a whole sequence with Q, K, V in one product; RoPE, ALiBi: the layer itself."
-    if type(attn) is not MultiHeadAttention:
+    if not computes_as(attn, MultiHeadAttention, *PLAIN_ATTENTION):
         return attn(y, y, y, mask)
     w, b = stacked_qkv(attn)
     h, d_k, d_v = attn.n_heads, attn.d_k, attn.d_v
