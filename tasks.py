@@ -9,6 +9,7 @@ and for developers:
 
     python tasks.py setup [--dev]  only create/update .venv
     python tasks.py sync           fail if nbdev-export / nbdev-clean would change a tracked file
+    python tasks.py lint           ruff on the package: no line over 120 characters, one statement per line
     python tasks.py readme         write README.md from nbs/index.ipynb
     python tasks.py site           build the book as an offline static site in _site/ (tools/site/README.md)
     python tasks.py site-test      build it and check every page in headless Chromium (ends "N passed, M failed")
@@ -114,6 +115,23 @@ def sync() -> int:
     return 0
 
 
+def lint() -> int:
+    "ruff on the package (pyproject.toml's [tool.ruff]) but for the lines nbdev writes; ends 'N passed, M failed'."
+    setup(dev=True)
+    res = subprocess.run([str(BIN / "ruff"), "check", "annotated_tx", "--output-format", "json"], cwd=ROOT,
+                         capture_output=True, text=True)
+    found = []
+    for v in json.loads(res.stdout or "[]"):
+        line = Path(v["filename"]).read_text().splitlines()[v["location"]["row"] - 1]
+        # nbdev writes two lines itself: `__all__` (wrapped at 120 before its prefix), the chapter's quote as docstring
+        if v["code"] == "E501" and (line.startswith("__all__ = [") or v["location"]["row"] == 1):
+            continue
+        found.append(f"{Path(v['filename']).relative_to(ROOT)}:{v['location']['row']}: {v['code']} {v['message']}")
+    print("\n".join(found) or "ruff: no line over 120 characters, one statement per line")
+    print(f"{int(not found)} passed, {int(bool(found))} failed")
+    return int(bool(found))
+
+
 def readme() -> int:
     "Write README.md from nbs/index.ipynb: markdown cells as they are, code cells as fenced blocks."
     nb = json.loads((ROOT / "nbs" / "index.ipynb").read_text())
@@ -150,6 +168,7 @@ def main(argv: list[str]) -> int:
     if cmd == "train": return train(rest)
     if cmd == "sync": return sync()
     if cmd == "readme": return readme()
+    if cmd == "lint": return lint()
     if cmd == "site": return site(rest)
     if cmd == "site-test": return site(rest, check=True)
     if cmd == "test":

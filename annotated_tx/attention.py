@@ -29,7 +29,8 @@ def causal_mask(
     k_len: int | None = None,  # number of keys (default q_len: the square subsequent mask)
     device=None,
 ) -> Tensor:
-    "`[q_len, k_len]` boolean mask aligned bottom-right: query i (position i + k_len - q_len) may attend to key j <= that position."
+    # query i sits at position i + k_len - q_len
+    "`[q_len, k_len]` boolean mask aligned bottom-right: query i may attend to key j <= its position."
     k_len = q_len if k_len is None else k_len
     return torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(k_len - q_len)
 
@@ -72,7 +73,8 @@ def fast_attention(
     bias: Tensor | None = None,  # float, broadcastable to `[..., L_q, L_k]`, added to the scaled scores (ALiBi)
 ) -> Tensor:
     "Eq. (1) through `F.scaled_dot_product_attention` (fused kernels on CPU and CUDA); no weights returned."
-    if causal and q.size(-2) == 1: causal = False  # one new query (a cache) may attend to every key: no mask, so SDPA can pick a fused kernel
+    # one new query (a cache) may attend to every key: no mask, so SDPA can pick a fused kernel
+    if causal and q.size(-2) == 1: causal = False
     if bias is not None:  # one float mask: the bias where attending is allowed, -inf elsewhere
         bias = bias.to(q.dtype)
         if causal: bias = torch.where(causal_mask(q.size(-2), k.size(-2), q.device), bias, float("-inf"))
@@ -84,7 +86,8 @@ def fast_attention(
     if causal and q.size(-2) != k.size(-2):  # SDPA aligns its causal mask top-left; ours is bottom-right
         mask, causal = causal_mask(q.size(-2), k.size(-2), q.device), False
     # under torch.compile `causal` can be a symbolic comparison of sizes; `if` makes it the bool SDPA requires
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, is_causal=True if causal else False)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout,
+                                          is_causal=True if causal else False)
 
 # %% ../nbs/01_attention.ipynb #c41dcddd
 def alibi_bias(
@@ -100,48 +103,33 @@ def alibi_bias(
 # %% ../nbs/01_attention.ipynb #36f2c76b
 class MultiHeadAttention(nn.Module):
     "Multi-head attention, §3.2.2: h heads of size d_k (d_v for values), then the output projection W^O."
-    def __init__(self,
-                 d_model: int,  # model width
-                 n_heads: int,  # number of heads, h
-                 dropout: float = 0.0,  # dropout on the attention weights
-                 d_k: int | None = None,  # key/query size per head (default d_model / h)
-                 d_v: int | None = None,  # value size per head (default d_model / h)
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0,  # model width, h heads, dropout on the weights
+                 d_k: int | None = None, d_v: int | None = None,  # d_k, d_v: sizes per head (default d_model / h)
                  bias: bool = True):  # biases in the projections
         super().__init__()
         if (d_k is None or d_v is None) and d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         self.n_heads, self.d_k, self.d_v = n_heads, d_k or d_model // n_heads, d_v or d_model // n_heads
-        self.dropout = dropout
-        self.w_q = nn.Linear(d_model, n_heads * self.d_k, bias=bias)
-        self.w_k = nn.Linear(d_model, n_heads * self.d_k, bias=bias)
-        self.w_v = nn.Linear(d_model, n_heads * self.d_v, bias=bias)
+        self.w_q, self.w_k, self.w_v = (nn.Linear(d_model, n_heads * d, bias) for d in (self.d_k, self.d_k, self.d_v))
         self.w_o = nn.Linear(n_heads * self.d_v, d_model, bias=bias)
-        self.keep_weights, self.weights = False, None
-
-    def split(self, x: Tensor, d: int) -> Tensor:
-        "`[B, L, h*d]` -> `[B, h, L, d]`"
-        return x.view(x.size(0), x.size(1), self.n_heads, d).transpose(1, 2)
-
-    def merge(self, x: Tensor) -> Tensor:
-        "`[B, h, L, d]` -> `[B, L, h*d]`: the heads side by side, the inverse of `split`."
-        return x.transpose(1, 2).reshape(x.size(0), x.size(2), -1)
-
+        self.dropout, self.keep_weights, self.weights = dropout, False, None
+    # split: `[B, L, h*d]` -> `[B, h, L, d]`; merge, its inverse, sets the heads side by side again
+    def split(self, x: Tensor, d: int) -> Tensor: return x.view(x.size(0), x.size(1), self.n_heads, d).transpose(1, 2)
+    def merge(self, x: Tensor) -> Tensor: return x.transpose(1, 2).reshape(x.size(0), x.size(2), -1)
     def project_q(self, x: Tensor, offset: int = 0) -> Tensor:
         "Queries `[B, h, L, d_k]` of `x` `[B, L, d_model]`, whose rows sit at positions offset, offset+1, …"
         return self.split(self.w_q(x), self.d_k)
-
     def project_kv(self, key: Tensor, value: Tensor | None = None, offset: int = 0) -> tuple[Tensor, Tensor]:
         "Keys `[B, h, L, d_k]` of `key` and values `[B, h, L, d_v]` of `value` (default: `key`)."
         return self.split(self.w_k(key), self.d_k), self.split(self.w_v(key if value is None else value), self.d_v)
-
     def project_qkv(self, x: Tensor, offset: int = 0) -> tuple[Tensor, Tensor, Tensor]:
-        "Self-attention's queries, keys and values of `x` in one product, by W^Q, W^K, W^V stacked (as `nn.MultiheadAttention` has them)."
+        "Self-attention's Q, K, V of `x` in one product: W^Q, W^K, W^V stacked, as `nn.MultiheadAttention` has them."
         ws = (self.w_q, self.w_k, self.w_v)
         b = None if self.w_q.bias is None else torch.cat([w.bias for w in ws])
         q, k, v = F.linear(x, torch.cat([w.weight for w in ws]), b).split([w.out_features for w in ws], -1)
         return self.split(q, self.d_k), self.split(k, self.d_k), self.split(v, self.d_v)
-
-    def kernel(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, bias: Tensor | None = None) -> Tensor:
+    def kernel(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool,
+               bias: Tensor | None = None) -> Tensor:
         "Eq. (1) for every head: written out if the weights are kept or on a CPU in any dtype but float32, else fused."
         p = self.dropout if self.training else 0.0
         if not (self.keep_weights or (q.device.type == "cpu" and q.dtype != torch.float32)):
@@ -149,25 +137,14 @@ class MultiHeadAttention(nn.Module):
         out, weights = attention(q, k, v, mask, causal, p, bias)
         if self.keep_weights: self.weights = weights
         return out
-
-    def forward(self,
-                query: Tensor,  # `[B, L_q, d_model]`
-                key: Tensor | None = None,  # `[B, L_k, d_model]`; the same tensor as `query` for self-attention
-                value: Tensor | None = None,  # `[B, L_k, d_model]` (default: `key`)
-                mask: Tensor | None = None,  # boolean, broadcastable to `[B, h, L_q, L_k]`
-                causal: bool = False,  # apply the subsequent mask
-                cache: KVCache | None = None,  # self-attention: earlier positions' keys and values, extended here
-                layer: int = 0,  # this layer's index in `cache`
-                kv: tuple[Tensor, Tensor] | None = None,  # keys and values projected already (the encoder output's, once)
-                ) -> Tensor:
+    def forward(self, query: Tensor, key: Tensor | None = None, value: Tensor | None = None,  # `[B, L, d_model]` each
+                mask: Tensor | None = None, causal: bool = False,  # mask: True = may attend; causal: subsequent mask
+                cache: KVCache | None = None, layer: int = 0, kv: tuple[Tensor, Tensor] | None = None) -> Tensor:
         offset = 0 if cache is None else cache.length(layer)      # the new positions start after the cached ones
-        if kv is not None:
-            q, (k, v) = self.project_q(query, offset), kv
-        elif key is query and (value is None or value is query):     # self-attention
-            q, k, v = self.project_qkv(query, offset)
-        else:
-            q, (k, v) = self.project_q(query, offset), self.project_kv(key, value, offset)
-        if cache is not None: k, v = cache.append(layer, k, v)
+        if kv is not None: q, (k, v) = self.project_q(query, offset), kv   # keys and values projected already (once)
+        elif key is query and (value is None or value is query): q, k, v = self.project_qkv(query, offset)
+        else: q, (k, v) = self.project_q(query, offset), self.project_kv(key, value, offset)
+        if cache is not None: k, v = cache.append(layer, k, v)   # earlier positions' keys and values, extended
         return self.w_o(self.merge(self.kernel(q, k, v, mask, causal)))
 
 # %% ../nbs/01_attention.ipynb #c763207b
@@ -262,23 +239,26 @@ def attention_chart(
     title: str = "attention weights",  # chart title
     size: int = 260,  # width and height in pixels
 ):
-    "Interactive altair heatmap of attention weights, with a slider for the layer and one for the head where there is a choice."
+    "Interactive altair heatmap of attention weights, with sliders for the layer and the head where there is a choice."
     import altair as alt
     w = weights.detach().float().cpu()
     while w.dim() < 4: w = w.unsqueeze(0)
     n_layers, n_heads, n_q, n_k = w.shape
     if (n_q, n_k) != (len(queries), len(keys)):
         raise ValueError(f"weights are {n_q} x {n_k} but got {len(queries)} query and {len(keys)} key labels")
-    rows = [dict(layer=l, head=h, q=i, k=j, query=f"{i}:{queries[i]}", key=f"{j}:{keys[j]}", weight=round(float(w[l, h, i, j]), 4))
+    rows = [dict(layer=l, head=h, q=i, k=j, query=f"{i}:{queries[i]}", key=f"{j}:{keys[j]}",
+                 weight=round(float(w[l, h, i, j]), 4))
             for l in range(n_layers) for h in range(n_heads) for i in range(n_q) for j in range(n_k)]
     # one slider per choice there is to make, labelled with the chart it drives (unnamed params get unique names,
     # so several charts can stand side by side, each with its own controls)
-    slider = lambda what, n: alt.param(value=0, bind=alt.binding_range(min=0, max=n - 1, step=1, name=f"{title}: {what} "))
+    slider = lambda what, n: alt.param(value=0, bind=alt.binding_range(min=0, max=n - 1, step=1,
+                                                                       name=f"{title}: {what} "))
     layer = slider("layer", n_layers) if n_layers > 1 else alt.param(value=0)
     head = slider("head", n_heads) if n_heads > 1 else alt.param(value=0)
     order = lambda labels: [f"{i}:{t}" for i, t in enumerate(labels)]
     return (alt.Chart(alt.Data(values=rows), title=title).mark_rect()
-            .encode(x=alt.X("key:N", sort=order(keys), title="key"), y=alt.Y("query:N", sort=order(queries), title="query"),
+            .encode(x=alt.X("key:N", sort=order(keys), title="key"),
+                    y=alt.Y("query:N", sort=order(queries), title="query"),
                     color=alt.Color("weight:Q", scale=alt.Scale(domain=[0, 1], scheme="blues")),
                     tooltip=["query:N", "key:N", "weight:Q", "layer:O", "head:O"])
             .add_params(layer, head).transform_filter((alt.datum.layer == layer) & (alt.datum.head == head))

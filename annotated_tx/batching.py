@@ -33,7 +33,8 @@ class Batch:
     def to(self, device: str | torch.device, non_blocking: bool = False) -> "Batch":
         "The same batch on `device`."
         move = lambda t: t.to(device, non_blocking=non_blocking)
-        return Batch(move(self.src), move(self.tgt_in), move(self.tgt_out), self.n_src_tokens, self.n_tgt_tokens, self.pad_id)
+        return Batch(move(self.src), move(self.tgt_in), move(self.tgt_out),
+                     self.n_src_tokens, self.n_tgt_tokens, self.pad_id)
 
 # %% ../nbs/07_batching.ipynb #2d6a4264
 def _pad_rows(rows: list[list[int]], pad_id: int) -> Tensor:
@@ -46,12 +47,15 @@ def make_batch(
     pad_id: int = PAD_ID,  # padding id
     bos_id: int = BOS_ID,  # beginning-of-sentence id
     eos_id: int = EOS_ID,  # end-of-sentence id
-    vocab_size: int | tuple[int, int] | None = None,  # ids must lie in [0, vocab_size) (a pair: source and target vocabularies); None: only negative ids are refused
+    vocab_size: int | tuple[int, int] | None = None,  # ids lie in [0, vocab_size) (or a source, target pair)
 ) -> Batch:
-    "Collate sentence pairs into a `Batch` (source + EOS; BOS + target; target + EOS), padding each side to its longest row."
+    # padding each side to its longest row
+    "Collate sentence pairs into a `Batch` (source + EOS; BOS + target; target + EOS)."
     if len(pairs) == 0: raise ValueError("make_batch got no sentence pairs")
-    if pad_id in (bos_id, eos_id):   # PAD as EOS would mask every sentence's end, and leave an empty source all padding
-        raise ValueError(f"pad_id must differ from bos_id and eos_id, got pad_id={pad_id}, bos_id={bos_id}, eos_id={eos_id}")
+    # PAD as EOS would mask every sentence's end, and leave an empty source all padding
+    if pad_id in (bos_id, eos_id):
+        raise ValueError(f"pad_id must differ from bos_id and eos_id, "
+                         f"got pad_id={pad_id}, bos_id={bos_id}, eos_id={eos_id}")
     srcs = [list(s) + [eos_id] for s, _ in pairs]
     tgts = [list(t) for _, t in pairs]
     src = _pad_rows(srcs, pad_id)
@@ -62,7 +66,8 @@ def make_batch(
         if lo < 0 or (v is not None and hi >= v):
             bad = lo if lo < 0 else hi
             i = int((t == bad).any(1).nonzero()[0])
-            raise ValueError(f"{name} sentence {i} of the batch has token id {bad}, outside the vocabulary [0, {v or '…'}): {rows[i][:20]}")
+            raise ValueError(f"{name} sentence {i} of the batch has token id {bad}, "
+                             f"outside the vocabulary [0, {v or '…'}): {rows[i][:20]}")
         real = t.ne(pad_id).sum(1)
         want = torch.tensor([len(r) for r in rows]) + (name == "target")
         if not torch.equal(real, want):   # a PAD id inside a sentence would be silently masked out: refuse it
@@ -102,7 +107,8 @@ class TokenBatchSampler:
             if cur and full:
                 batches.append(cur)
                 cur, s, t = [], self.src_lens[i], self.tgt_lens[i]
-            cur.append(i); s_max, t_max = s, t
+            cur.append(i)
+            s_max, t_max = s, t
         batches.append(cur)
         if self.shuffle: batches = [batches[j] for j in rng.permutation(len(batches))]
         return batches
@@ -119,7 +125,7 @@ class Batches:
                  pairs: Sequence[tuple[Sequence[int], Sequence[int]]],  # (source ids, target ids) pairs
                  sampler: TokenBatchSampler,  # decides which pairs go together
                  pad_id: int = PAD_ID, bos_id: int = BOS_ID, eos_id: int = EOS_ID,
-                 vocab_size: int | tuple[int, int] | None = None):  # refuse ids outside [0, vocab_size) (see `make_batch`)
+                 vocab_size: int | tuple[int, int] | None = None):  # refuse ids outside [0, vocab_size)
         if len(pairs) != len(sampler.src_lens):
             raise ValueError(f"{len(pairs)} pairs but the sampler was built for {len(sampler.src_lens)}")
         self.pairs, self.sampler, self.ids, self.vocab_size = pairs, sampler, (pad_id, bos_id, eos_id), vocab_size
@@ -132,9 +138,11 @@ class Batches:
                    seed: int = 0,  # seed of the order
                    **kw) -> "Batches":
         "Pairs batched by a `TokenBatchSampler` built from their lengths."
-        return cls(pairs, TokenBatchSampler([len(s) for s, _ in pairs], [len(t) for _, t in pairs], max_tokens, shuffle, seed), **kw)
+        sampler = TokenBatchSampler([len(s) for s, _ in pairs], [len(t) for _, t in pairs], max_tokens, shuffle, seed)
+        return cls(pairs, sampler, **kw)
 
     def __call__(self, epoch: int = 0) -> Iterator[Batch]:
-        for idx in self.sampler.batches(epoch): yield make_batch([self.pairs[i] for i in idx], *self.ids, vocab_size=self.vocab_size)
+        for idx in self.sampler.batches(epoch):
+            yield make_batch([self.pairs[i] for i in idx], *self.ids, vocab_size=self.vocab_size)
 
     def __len__(self) -> int: return len(self.sampler)

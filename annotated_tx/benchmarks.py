@@ -39,27 +39,30 @@ def timing_host(
 
 # %% ../nbs/19_speed.ipynb #f6eaebc1
 class TorchTransformerMT(nn.Module):
-    "`torch.nn.Transformer` with our embeddings (shared, ×√d), sinusoidal positions, dropout placement and tied output projection."
+    "`torch.nn.Transformer` with our embeddings (shared, ×√d), sinusoidal positions, dropout placement, tied output."
     def __init__(self, config: TransformerConfig):
         super().__init__()
         c = self.config = config
         self.emb = nn.Embedding(c.src_vocab_size, c.d_model)
         self.register_buffer("table", sinusoidal_encoding(c.max_len, c.d_model), persistent=False)
         self.dropout = nn.Dropout(c.dropout)
-        self.tx = nn.Transformer(c.d_model, c.n_heads, c.n_enc_layers, c.n_dec_layers, c.d_ff, c.dropout, batch_first=True)
+        self.tx = nn.Transformer(c.d_model, c.n_heads, c.n_enc_layers, c.n_dec_layers, c.d_ff, c.dropout,
+                                 batch_first=True)
         for m in self.tx.modules():   # dropout where the paper (and our model) has it: sublayer outputs only
             if isinstance(m, nn.MultiheadAttention): m.dropout = c.attn_dropout      # on attention weights
-            if isinstance(m, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)): m.dropout.p = c.ffn_dropout  # after ReLU
+            # after ReLU
+            if isinstance(m, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)): m.dropout.p = c.ffn_dropout
         for p in self.parameters():
             if p.dim() > 1: nn.init.xavier_uniform_(p)
 
-    def embed(self, x: Tensor) -> Tensor: return self.dropout(self.emb(x) * math.sqrt(self.config.d_model) + self.table[:x.size(1)])
+    def embed(self, x: Tensor) -> Tensor:
+        return self.dropout(self.emb(x) * math.sqrt(self.config.d_model) + self.table[:x.size(1)])
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         pad = src == self.config.pad_id
         causal = nn.Transformer.generate_square_subsequent_mask(tgt.size(1), device=tgt.device)
-        h = self.tx(self.embed(src), self.embed(tgt), tgt_mask=causal, src_key_padding_mask=pad, memory_key_padding_mask=pad,
-                    tgt_is_causal=True)
+        h = self.tx(self.embed(src), self.embed(tgt), tgt_mask=causal, src_key_padding_mask=pad,
+                    memory_key_padding_mask=pad, tgt_is_causal=True)
         return F.linear(h, self.emb.weight)
 
 # %% ../nbs/19_speed.ipynb #cae4f045
@@ -80,8 +83,8 @@ def synthetic_batches(
 def matmul_shapes(c: TransformerConfig, batch: Batch) -> list[tuple[int, int, int, int]]:
     "(count, M, K, N) of every matrix product of the forward pass on `batch` (projections, FFN, output)."
     rows_s, rows_t, d = batch.src.numel(), batch.tgt_in.numel(), c.d_model
-    return [(4 * c.n_enc_layers, rows_s, d, d), (c.n_enc_layers, rows_s, d, c.d_ff), (c.n_enc_layers, rows_s, c.d_ff, d),
-            (6 * c.n_dec_layers, rows_t, d, d), (2 * c.n_dec_layers, rows_s, d, d),
+    return [(4 * c.n_enc_layers, rows_s, d, d), (c.n_enc_layers, rows_s, d, c.d_ff),
+            (c.n_enc_layers, rows_s, c.d_ff, d), (6 * c.n_dec_layers, rows_t, d, d), (2 * c.n_dec_layers, rows_s, d, d),
             (c.n_dec_layers, rows_t, d, c.d_ff), (c.n_dec_layers, rows_t, c.d_ff, d), (1, rows_t, d, c.tgt_vocab_size)]
 
 def train_flops(c: TransformerConfig, batch: Batch) -> float:
@@ -101,32 +104,40 @@ def matmul_ceiling(
     dtype: torch.dtype = torch.float32,  # matmul precision
     reps: int = 3,  # timed repetitions per shape (the best is kept)
 ) -> float:
-    "FLOP/s of the forward pass's matrix products, each shape timed alone as `nn.Linear` lays it out (x·Wᵀ): the rate of a model made only of matmuls."
+    # each shape timed alone as `nn.Linear` lays it out (x·Wᵀ): the rate of a model made only of matmuls
+    "FLOP/s of the forward pass's matrix products."
     flops = secs = 0.0
     for count, m, k, n in matmul_shapes(c, batch):
         a, w = torch.randn(m, k, device=device, dtype=dtype), torch.randn(n, k, device=device, dtype=dtype)
-        F.linear(a, w); _sync(torch.device(device))
+        F.linear(a, w)
+        _sync(torch.device(device))
         best = math.inf
         for _ in range(reps):
-            t = time.perf_counter(); F.linear(a, w); _sync(torch.device(device)); best = min(best, time.perf_counter() - t)
+            t = time.perf_counter()
+            F.linear(a, w)
+            _sync(torch.device(device))
+            best = min(best, time.perf_counter() - t)
         flops, secs = flops + count * 2 * m * k * n, secs + count * best
     return flops / secs
 
 # %% ../nbs/19_speed.ipynb #dea8a78e
-PRECISIONS = {"none": ("float32", torch.float32), "bf16": ("bf16 autocast", torch.bfloat16)}   # TrainConfig.amp: (label, matmul dtype)
-CONTENDERS = {"annotated_tx": Transformer, "torch.nn.Transformer": TorchTransformerMT}   # the two models `bench_train` times
+# TrainConfig.amp: (label, matmul dtype)
+PRECISIONS = {"none": ("float32", torch.float32), "bf16": ("bf16 autocast", torch.bfloat16)}
+# the two models `bench_train` times
+CONTENDERS = {"annotated_tx": Transformer, "torch.nn.Transformer": TorchTransformerMT}
 
 def _bench_precisions(
     amp: str,  # 'none', 'bf16', 'both' or 'auto'
     dev: torch.device,  # the device that runs the benchmark
 ) -> tuple[list[str], str | None]:
     "The precisions to time (`TrainConfig.amp` values), and why bf16 is skipped if `amp='auto'` skips it."
-    if amp not in ("none", "bf16", "both", "auto"): raise ValueError(f"amp must be 'none', 'bf16', 'both' or 'auto', got {amp!r}")
+    if amp not in ("none", "bf16", "both", "auto"):
+        raise ValueError(f"amp must be 'none', 'bf16', 'both' or 'auto', got {amp!r}")
     native = native_bf16(dev)
     amps = ["none", "bf16"] if amp == "both" or (amp == "auto" and native) else ["none"] if amp == "auto" else [amp]
     skipped = None if amp != "auto" or native else (
-        f"bf16 autocast skipped: this device ({dev.type}) does not compute bf16 natively, so its bf16 products would run in a "
-        f"slow emulation; --amp bf16 or --amp both times it anyway")
+        f"bf16 autocast skipped: this device ({dev.type}) does not compute bf16 natively, "
+        f"so its bf16 products would run in a slow emulation; --amp bf16 or --amp both times it anyway")
     return amps, skipped
 
 def _bench_rounds(
@@ -136,28 +147,35 @@ def _bench_rounds(
     dev: torch.device,  # where to train
     rounds: int, steps: int, seed: int, progress: bool,  # as for `bench_train`
 ) -> tuple[dict, dict, dict, dict]:
-    "Train every contender in every precision, `steps` at a time in a rotating order: (per-round (s/step, tok/s), ratios, ceilings, parameters)."
+    # returns (per-round (s/step, tok/s), ratios, ceilings, parameters)
+    "Train every contender in every precision, `steps` at a time in a rotating order."
     models, opts, params = {}, {}, {}
     for a in amps:                                                # the same initial weights in every precision
         torch.manual_seed(seed)
         for name, cls in CONTENDERS.items():
-            models[a, name] = cls(c).to(dev).train(); opts[a, name] = make_optimizer(models[a, name])
+            models[a, name] = cls(c).to(dev).train()
+            opts[a, name] = make_optimizer(models[a, name])
             params[name] = count_parameters(models[a, name])
     cfgs = {a: TrainConfig(amp=a, label_smoothing=0.1, warmup=4000) for a in amps}
     state, names = {k: 0 for k in models}, list(CONTENDERS)
     def run(key, n):
         "n training steps of one contender; returns (seconds, target tokens)."
-        toks = 0; _sync(dev); t = time.perf_counter()
+        toks = 0
+        _sync(dev)
+        t = time.perf_counter()
         for _ in range(n):
             b = batches[state[key] % len(batches)]
             state[key] += 1
             cfg = cfgs[key[0]]
-            update_step(models[key], opts[key], [b], cfg=cfg, lr=learning_rate(cfg, state[key], d_model=c.d_model), device=dev)
+            update_step(models[key], opts[key], [b], cfg=cfg, lr=learning_rate(cfg, state[key], d_model=c.d_model),
+                        device=dev)
             toks += b.n_tgt_tokens
         _sync(dev)
         return time.perf_counter() - t, toks
     for key in models: run(key, 1)                                # warm up: allocations, first-call costs
-    per = {k: [] for k in models}; ratio = {a: [] for a in amps}; ceil = {a: [] for a in amps}
+    per = {k: [] for k in models}
+    ratio = {a: [] for a in amps}
+    ceil = {a: [] for a in amps}
     for r in range(rounds):
         keys = list(models)
         for key in keys[r % len(keys):] + keys[:r % len(keys)]:   # a rotating order
@@ -176,20 +194,24 @@ def _bench_summary(
     amps: list[str],  # the precisions
     flops: float,  # model FLOPs of one training step
 ) -> dict:
-    "Per precision: the matmul ceiling, the ratio of the two contenders, and each one's step time, throughput and share of the ceiling (medians and bests)."
+    # and each contender's step time, throughput and share of the ceiling (medians and bests)
+    "Per precision: the matmul ceiling, the ratio of the two contenders, and each one's speed."
     out, names = {}, list(CONTENDERS)
     for a in amps:
-        res = out[a] = {"label": PRECISIONS[a][0], "matmul_ceiling_flops": statistics.median(ceil[a]), "matmul_ceiling_best": max(ceil[a]),
+        res = out[a] = {"label": PRECISIONS[a][0], "matmul_ceiling_flops": statistics.median(ceil[a]),
+                        "matmul_ceiling_best": max(ceil[a]),
                         "ratio": statistics.median(ratio[a]), "ratio_min": min(ratio[a]), "ratio_max": max(ratio[a])}
         for name in names:
             p = per[a, name]
             step_s, best_s = statistics.median(s for s, _ in p), min(s for s, _ in p)
             res[name] = {"step_seconds": step_s, "step_seconds_best": best_s,
                          "tok_per_s": statistics.median(t for _, t in p), "tok_per_s_best": max(t for _, t in p),
-                         "of_ceiling": flops / step_s / res["matmul_ceiling_best"], "of_ceiling_best": flops / best_s / res["matmul_ceiling_best"]}
+                         "of_ceiling": flops / step_s / res["matmul_ceiling_best"],
+                         "of_ceiling_best": flops / best_s / res["matmul_ceiling_best"]}
         res["ratio_best"] = res[names[0]]["tok_per_s_best"] / res[names[1]]["tok_per_s_best"]
     if len(amps) == 2:    # ours in bf16 against ours in float32, within each round
-        out["bf16_over_float32"] = statistics.median(b[1] / f[1] for b, f in zip(per["bf16", names[0]], per["none", names[0]]))
+        out["bf16_over_float32"] = statistics.median(b[1] / f[1]
+                                                     for b, f in zip(per["bf16", names[0]], per["none", names[0]]))
     return out
 
 def bench_train(
@@ -199,24 +221,30 @@ def bench_train(
     pairs: int = 40,  # pairs per batch
     min_sentence_tokens: int = 15,  # shortest sentence, in tokens
     max_sentence_tokens: int = 35,  # longest sentence, in tokens
-    amp: str = "auto",  # 'none' (float32), 'bf16' (autocast), 'both' (interleaved in one run), or 'auto': both where bf16 is native, else float32
+    # 'none' (float32), 'bf16' (autocast), 'both' (interleaved in one run), or 'auto': both where bf16 is native,
+    # else float32
+    amp: str = "auto",
     device: str = "cpu",  # 'cpu', 'cuda' or 'auto'
     threads: int | None = None,  # torch threads (None: torch's default)
     seed: int = 0,  # seeds weights and batches
     progress: bool = True,  # print each round
     retain_memory: bool = True,  # keep freed memory for reuse, as `train` does on the CPU (`retain_freed_memory`)
 ) -> dict:
-    "Time training steps of our Transformer and of torch.nn.Transformer in each precision, interleaved; medians over rounds."
+    # medians over rounds
+    "Time training steps of our Transformer and of torch.nn.Transformer in each precision, interleaved."
     dev = resolve_device(device)
     amps, skipped = _bench_precisions(amp, dev)
     retained = dev.type == "cpu" and retain_memory and retain_freed_memory()
     c = get_config(config, max_len=max(64, max_sentence_tokens + 2))
-    batches = [b.to(dev) for b in synthetic_batches(4, pairs, min_sentence_tokens, max_sentence_tokens, c.src_vocab_size, seed)]
-    with torch_threads(threads): per, ratio, ceil, params = _bench_rounds(c, batches, amps, dev, rounds, steps, seed, progress)
+    batches = [b.to(dev)
+               for b in synthetic_batches(4, pairs, min_sentence_tokens, max_sentence_tokens, c.src_vocab_size, seed)]
+    with torch_threads(threads):
+        per, ratio, ceil, params = _bench_rounds(c, batches, amps, dev, rounds, steps, seed, progress)
     flops = statistics.mean(train_flops(c, b) for b in batches)
     out = {"config": config, "device": str(dev), "threads": torch.get_num_threads() if threads is None else threads,
            "rounds": rounds, "steps": steps, "tgt_tokens_per_batch": statistics.mean(b.n_tgt_tokens for b in batches),
-           "train_flops_per_step": flops, "parameters": params, "memory_retained": retained, "native_bf16": native_bf16(dev), "skipped": skipped}
+           "train_flops_per_step": flops, "parameters": params, "memory_retained": retained,
+           "native_bf16": native_bf16(dev), "skipped": skipped}
     return {**out, **_bench_summary(per, ratio, ceil, amps, flops)}
 
 # %% ../nbs/19_speed.ipynb #65c3be4d
@@ -246,7 +274,8 @@ def _check_decode_sizes(
 ) -> None:
     "Refuse sizes `bench_decode` cannot run, in one line naming the setting, before torch fails deep inside."
     lo, hi = src_len
-    for name, v in (("n_sentences", n_sentences), ("min_src_len", lo), ("new_tokens", new_tokens), ("beam", beam), ("rounds", rounds)):
+    for name, v in (("n_sentences", n_sentences), ("min_src_len", lo), ("new_tokens", new_tokens), ("beam", beam),
+                    ("rounds", rounds)):
         if v < 1: raise ValueError(f"{name} must be at least 1, got {v}")
     if lo > hi: raise ValueError(f"min_src_len {lo} is more than max_src_len {hi}")
     for name, v in (("max_src_len", hi), ("new_tokens", new_tokens)):
@@ -259,13 +288,16 @@ def bench_decode(
     new_tokens: int = 40,  # tokens each contender generates per sentence (EOS suppressed)
     beam: int = 4,  # beam size of the beam-search contenders
     rounds: int = 5,  # timed rounds (each contender once per round, interleaved)
-    peers: Callable[[Transformer, Tensor, int, int], dict] | None = None,  # (model, sources, new tokens, beam) -> the other contenders, name -> fn (the next chapter's `decode_peers`)
+    # (model, sources, new tokens, beam) -> the other contenders, name -> fn (the next chapter's `decode_peers`)
+    peers: Callable[[Transformer, Tensor, int, int], dict] | None = None,
     device: str = "cpu",  # where to run
     seed: int = 0,  # seed of the weights and the sources
-    retain_memory: bool = True,  # keep freed memory for reuse on the CPU, as `annotated-tx translate` does (`load_translator`)
-    decoders: dict[str, type] | None = None,  # our contenders: name -> step machinery (default: {'ours': EngineDecoder})
+    # keep freed memory for reuse on the CPU, as `annotated-tx translate` does (`load_translator`)
+    retain_memory: bool = True,
+    decoders: dict[str, type] | None = None,  # our contenders: name -> decoder class (default: {'ours': EngineDecoder})
 ) -> dict[str, list[float]]:
-    "Time greedy and beam-search decoding, ours, Marian's and CTranslate2's on the same weights, interleaved; prints tokens/s and ratios."
+    # prints tokens/s and ratios
+    "Time greedy and beam-search decoding, ours, Marian's and CTranslate2's on the same weights, interleaved."
     cfg = get_config(config)
     _check_decode_sizes(n_sentences, src_len, new_tokens, beam, rounds, cfg.max_len)
     device = torch.device(device)
@@ -277,23 +309,31 @@ def bench_decode(
     limits = dict(max_len_a=0, max_len_b=T, min_len=T)                   # exactly T tokens
     contenders = {}
     for name, dec in (decoders or {"ours": EngineDecoder}).items():
-        contenders[f"{name} greedy"] = lambda dec=dec: greedy_decode(model, src, DecodeConfig(search="greedy", **limits), decoder=dec)[0]
-        contenders[f"{name} beam-{beam}"] = lambda dec=dec: beam_search(model, src, DecodeConfig(beam=beam, alpha=0.6, **limits), decoder=dec)[0]
+        contenders[f"{name} greedy"] = lambda dec=dec: greedy_decode(model, src,
+                                                                     DecodeConfig(search="greedy", **limits),
+                                                                     decoder=dec)[0]
+        contenders[f"{name} beam-{beam}"] = lambda dec=dec: beam_search(model, src,
+                                                                        DecodeConfig(beam=beam, alpha=0.6, **limits),
+                                                                        decoder=dec)[0]
     if peers is not None: contenders.update(peers(model, src, T, beam))
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     greedy = {}
     for name, f in contenders.items():                                   # warm up, and check the work is the same
-        out = f(); sync()
+        out = f()
+        sync()
         if out.shape != (n_sentences, T) or bool(((out == cfg.eos_id) | (out == cfg.pad_id)).any()):
             raise RuntimeError(f"{name} did not generate exactly {T} tokens per sentence: {tuple(out.shape)}")
         if name.endswith("greedy"): greedy[name] = out.cpu()
     names, tps = list(contenders), {name: [] for name in contenders}
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            t0 = time.perf_counter(); contenders[name](); sync()
+            t0 = time.perf_counter()
+            contenders[name]()
+            sync()
             tps[name].append(n_sentences * T / (time.perf_counter() - t0))
     med = {name: statistics.median(v) for name, v in tps.items()}
-    print(f"config {config} (d_model={cfg.d_model}, {cfg.n_enc_layers}+{cfg.n_dec_layers} layers, vocab {cfg.tgt_vocab_size}), "
+    print(f"config {config} (d_model={cfg.d_model}, {cfg.n_enc_layers}+{cfg.n_dec_layers} layers, "
+          f"vocab {cfg.tgt_vocab_size}), "
           f"{n_sentences} sentences of {src_len[0]}-{src_len[1]} tokens, {T} new tokens each, "
           f"{timing_host(device)}; median of {rounds} interleaved rounds")
     anchors = [a for a in ("CTranslate2 float32", "Marian") if any(n.startswith(a) for n in names)]
@@ -303,31 +343,40 @@ def bench_decode(
         ratios = []
         for a in anchors:
             ref = f"{a} {search}"
-            ratios.append("" if ref == name else f"{statistics.median(x / y for x, y in zip(tps[name], tps[ref])):.2f}x")
-        print(f"{name:28} {med[name]:8.0f} {min(tps[name]):8.0f} {max(tps[name]):8.0f}   " + "".join(f"{r:>22}" for r in ratios))
+            ratios.append("" if ref == name
+                          else f"{statistics.median(x / y for x, y in zip(tps[name], tps[ref])):.2f}x")
+        print(f"{name:28} {med[name]:8.0f} {min(tps[name]):8.0f} {max(tps[name]):8.0f}   "
+              + "".join(f"{r:>22}" for r in ratios))
     for name, out in greedy.items():                                      # the same weights: the same greedy tokens?
-        if name != names[0]: print(f"{name}: {(out == greedy[names[0]]).all(1).sum()} of {n_sentences} greedy outputs identical to {names[0]}")
+        if name != names[0]:
+            print(f"{name}: {(out == greedy[names[0]]).all(1).sum()} of {n_sentences} greedy outputs identical "
+                  f"to {names[0]}")
     return tps
 
 # %% ../nbs/19_speed.ipynb #d431f83e
 def bench_translate(
-    engines: dict[str, Callable[[list[str]], list[str]]],  # name -> source lines to translations, text to text; a name ends in its search ('greedy', 'beam-4')
+    # name -> source lines to translations, text to text; a name ends in its search ('greedy', 'beam-4')
+    engines: dict[str, Callable[[list[str]], list[str]]],
     sources: list[str],  # the sentences to translate
     references: list[str],  # a reference translation of each, for BLEU
     repetitions: int = 3,  # timed repetitions: each engine once per repetition, in a rotating order
     anchor: str = "CTranslate2 float32",  # the engine (less its search) that speeds are compared with
-    same_as: str = "ours float32",  # the engine (less its search) whose outputs the others' are compared with, line by line
+    # the engine (less its search) whose outputs the others' are compared with, line by line
+    same_as: str = "ours float32",
     header: str = "",  # a first line: what was translated, and where
     warm_up: int = 64,  # sentences each engine translates once before the timed repetitions
 ) -> dict:
-    "Translate `sources` with each engine, interleaved; print seconds, sentences/s, sacreBLEU, lines identical to `same_as`, speed against `anchor`."
+    # prints seconds, sentences/s, sacreBLEU, lines identical to `same_as`, speed against `anchor`
+    "Translate `sources` with each engine, interleaved, and print a table of speed and quality."
     from annotated_tx.evaluation import corpus_bleu
     if repetitions < 1: raise ValueError(f"repetitions must be at least 1, got {repetitions}")
     for f in engines.values(): f(sources[:warm_up])                        # first calls: allocations, kernels chosen
     names, secs, outputs = list(engines), {name: [] for name in engines}, {}
     for r in range(repetitions):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            t0 = time.perf_counter(); outputs[name] = engines[name](sources); secs[name].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            outputs[name] = engines[name](sources)
+            secs[name].append(time.perf_counter() - t0)
     res = {}
     for name in names:
         search, base = name.split()[-1], name.rsplit(" ", 1)[0]
@@ -335,7 +384,8 @@ def bench_translate(
         ratios = [a / s for s, a in zip(secs[name], secs[ref])] if ref in secs and ref != name else []
         res[name] = {"seconds": secs[name], "bleu": corpus_bleu(outputs[name], references).score, "ratios": ratios,
                      "ratio": statistics.median(ratios) if ratios else None, "lines": len(sources),
-                     "identical": None if same is None or base == same_as else sum(a == b for a, b in zip(outputs[name], same))}
+                     "identical": None if same is None or base == same_as
+                     else sum(a == b for a, b in zip(outputs[name], same))}
     _print_translate(res, header, anchor, same_as)
     return res
 
@@ -347,10 +397,10 @@ def _print_translate(
 ) -> None:
     "`bench_translate`'s table."
     if header: print(header)
-    print(f"{'engine':30} {'s':>6} {'sent/s':>7} {'BLEU':>6} {'same as ' + same_as:>20}   speed / {anchor}: per repetition; median")
+    print(f"{'engine':30} {'s':>6} {'sent/s':>7} {'BLEU':>6} {'same as ' + same_as:>20}   "
+          f"speed / {anchor}: per repetition; median")
     for name, r in res.items():
         s = statistics.median(r["seconds"])
         same = "" if r["identical"] is None else f"{r['identical']}/{r['lines']}"
         ratio = "" if r["ratio"] is None else " ".join(f"{x:.2f}" for x in r["ratios"]) + f"; {r['ratio']:.2f}x"
         print(f"{name:30} {s:6.2f} {r['lines'] / s:7.0f} {r['bleu']:6.2f} {same:>20}   {ratio}")
-

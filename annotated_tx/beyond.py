@@ -53,7 +53,7 @@ class DecoderOnlyLM(ModelBase):
 
     def forward(self,
                 tokens: Tensor,  # `[B, T]` token ids (BOS first), right-padded
-                cache: KVCache | None = None,  # keys/values of earlier positions, for incremental decoding: pass only the new tokens
+                cache: KVCache | None = None,  # earlier keys/values for incremental decoding: pass only the new tokens
                 ) -> Tensor:
         "Next-token logits `[B, T, V]`; position t sees tokens 0 … t only."
         x = self.embed(tokens, self.emb, self.pos, 0 if cache is None else cache.length())
@@ -85,7 +85,8 @@ def generate(
                 logits = logits / temperature
                 if top_k: logits = logits.masked_fill(logits < logits.topk(top_k).values[:, -1:], -math.inf)
                 nxt = torch.multinomial(logits.softmax(-1), 1, generator=generator)[:, 0]
-            out.append(nxt); done |= nxt == c.eos_id
+            out.append(nxt)
+            done |= nxt == c.eos_id
             if done.all(): break
             x = nxt[:, None]
     rows = torch.stack(out, 1).tolist()
@@ -114,7 +115,8 @@ def token_loss(
     return label_smoothed_loss(model(batch.inputs), batch.targets, epsilon, batch.pad_id)
 
 class LMBatches:
-    "`LMBatches(sentences)(epoch)`: one epoch of next-token `TokenBatch`es, sentences grouped by length: input BOS y₁ … yₘ, targets y₁ … yₘ EOS."
+    # sentences grouped by length, as in translation
+    "`LMBatches(sentences)(epoch)`: one epoch of next-token `TokenBatch`es: input BOS y₁ … yₘ, targets y₁ … yₘ EOS."
     def __init__(self,
                  sentences: Sequence[Sequence[int]],  # token ids, no special tokens
                  max_tokens: int = 2048,  # padded tokens per batch
@@ -125,7 +127,8 @@ class LMBatches:
         self.sampler = TokenBatchSampler(lens, lens, max_tokens, shuffle, seed)
 
     def __call__(self, epoch: int = 0) -> Iterator[TokenBatch]:
-        pad = lambda rows: nn.utils.rnn.pad_sequence([torch.tensor(r, dtype=torch.long) for r in rows], batch_first=True, padding_value=PAD_ID)
+        pad = lambda rows: nn.utils.rnn.pad_sequence([torch.tensor(r, dtype=torch.long) for r in rows],
+                                                     batch_first=True, padding_value=PAD_ID)
         for idx in self.sampler.batches(epoch):
             tgt = pad([[*self.sentences[i], EOS_ID] for i in idx])
             yield TokenBatch(pad([[BOS_ID, *self.sentences[i]] for i in idx]), tgt, int((tgt != PAD_ID).sum()))
@@ -140,7 +143,7 @@ def mask_tokens(
     generator: torch.Generator,  # the source of randomness
     p: float = 0.15,  # share of the tokens chosen for prediction
 ) -> tuple[Tensor, Tensor]:
-    "BERT's corruption: choose p of the tokens (≥ 1 per row, never EOS/PAD); 80% → mask, 10% → random, 10% kept. Returns (input, target), target PAD where nothing is predicted."
+    "BERT's corruption of p of the tokens (≥ 1 per row, never EOS/PAD): 80% → mask, 10% → random, 10% kept."
     real = (x != PAD_ID) & (x != EOS_ID)
     chosen = (torch.rand(x.shape, generator=generator) < p) & real
     rows = (~chosen.any(1) & real.any(1)).nonzero()[:, 0]
@@ -152,6 +155,7 @@ def mask_tokens(
     inp[chosen & (u < 0.8)] = mask_id
     swap = chosen & (u >= 0.8) & (u < 0.9)
     inp[swap] = torch.randint(4, vocab_size, (int(swap.sum()),), generator=generator)
+    # returns (input, target), the target PAD where nothing is predicted
     return inp, torch.where(chosen, x, PAD_ID)
 
 # %% ../nbs/18_beyond.ipynb #14f861e8
@@ -175,7 +179,8 @@ class MLMBatches:
     def __call__(self, epoch: int = 0) -> Iterator[TokenBatch]:
         g = torch.Generator().manual_seed(self.seed * 100_003 + epoch)
         for idx in self.sampler.batches(epoch):
-            x = nn.utils.rnn.pad_sequence([torch.tensor(self.sentences[i]) for i in idx], batch_first=True, padding_value=PAD_ID)
+            x = nn.utils.rnn.pad_sequence([torch.tensor(self.sentences[i]) for i in idx], batch_first=True,
+                                          padding_value=PAD_ID)
             inp, tgt = mask_tokens(x, self.mask_id, self.vocab_size, g, self.p)
             yield TokenBatch(inp, tgt, int((tgt != PAD_ID).sum()))
 
@@ -198,7 +203,8 @@ class EncoderOnlyMLM(ModelBase):
 
     def forward(self, tokens: Tensor) -> Tensor:  # `[B, L]` token ids, PAD-padded
         "Logits `[B, L, V]` at every position; each position sees the whole (unpadded) sentence."
-        return self.logits(self.encoder(self.embed(tokens, self.emb, self.pos), padding_mask(tokens, self.config.pad_id)))
+        return self.logits(self.encoder(self.embed(tokens, self.emb, self.pos),
+                                        padding_mask(tokens, self.config.pad_id)))
 
 # %% ../nbs/18_beyond.ipynb #842ce1a4
 def masked_accuracy(
@@ -213,7 +219,8 @@ def masked_accuracy(
             logits = model(b.inputs)
             logits[..., mask_id] = -math.inf
             chosen = b.targets != PAD_ID
-            hits += int((logits.argmax(-1)[chosen] == b.targets[chosen]).sum()); n += int(chosen.sum())
+            hits += int((logits.argmax(-1)[chosen] == b.targets[chosen]).sum())
+            n += int(chosen.sum())
     return hits / n
 
 # %% ../nbs/18_beyond.ipynb #9153a03c
@@ -224,7 +231,7 @@ def token_stream(
     return torch.tensor([t for s in sentences for t in (*s, EOS_ID)])
 
 class WindowBatches:
-    "`WindowBatches(stream, L)(epoch)`: batches of random windows of L+1 consecutive tokens; input the first L, targets the last L."
+    "`WindowBatches(stream, L)(epoch)`: batches of random windows of L+1 tokens; input the first L, targets the last L."
     def __init__(self,
                  stream: Tensor,  # `[N]` token ids
                  L: int,  # window length (the training length)
@@ -257,7 +264,8 @@ def nll_by_position(
     with evaluating(model):
         for i in range(0, m, batch_size):
             logits = model(x[i:i + batch_size]).float()
-            total += F.cross_entropy(logits.flatten(0, 1), y[i:i + batch_size].flatten(), reduction="none").view(-1, n).sum(0)
+            total += F.cross_entropy(logits.flatten(0, 1), y[i:i + batch_size].flatten(),
+                                     reduction="none").view(-1, n).sum(0)
     return total / m
 
 # %% ../nbs/18_beyond.ipynb #c4adbb16
@@ -274,16 +282,19 @@ def score_matrix_bytes(
 def peak_cpu_bytes(
     fn: Callable[[], object],  # the work to measure; its result is dropped inside the measurement
 ) -> int:
-    "Largest total size of CPU tensors allocated by `fn()` and alive at the same time (torch.profiler allocation records)."
+    # from torch.profiler's allocation records
+    "Largest total size of CPU tensors allocated by `fn()` and alive at the same time."
     from torch.autograd import DeviceType
     from torch.profiler import profile, ProfilerActivity
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         out = fn()
         del out
-    records = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]" and e.device_type() == DeviceType.CPU]
+    records = [e for e in prof.profiler.kineto_results.events()
+               if e.name() == "[memory]" and e.device_type() == DeviceType.CPU]
     live = peak = 0
     for e in sorted(records, key=lambda e: e.start_ns()):
-        live += e.nbytes(); peak = max(peak, live)
+        live += e.nbytes()
+        peak = max(peak, live)
     return peak
 
 # %% ../nbs/18_beyond.ipynb #c23bf15b
@@ -294,7 +305,7 @@ def attention_costs(
     reps: int = 7,  # timed repetitions (after one warm-up), interleaved across methods
     threads: int | None = 1,  # torch threads during the measurement (None: leave as is)
 ) -> dict:
-    "Median seconds and peak tensor bytes of one attention forward pass at length n: explicit, SDPA math, fused, fused + ALiBi."
+    "Median seconds and peak tensor bytes of one attention pass at length n: explicit, SDPA math, fused, fused + ALiBi."
     from torch.nn.attention import sdpa_kernel, SDPBackend
     g = torch.Generator().manual_seed(n)
     q, k, v = (torch.randn(1, n_heads, n, d_k, generator=g) for _ in range(3))
@@ -302,13 +313,16 @@ def attention_costs(
     def sdpa_math():
         with sdpa_kernel(SDPBackend.MATH): return F.scaled_dot_product_attention(q, k, v)
     methods = {"explicit": lambda: attention(q, k, v)[0], "SDPA math": sdpa_math,
-               "fused": lambda: fast_attention(q, k, v), "fused + ALiBi": lambda: fast_attention(q, k, v, bias=alibi_bias(slopes, n, n))}
+               "fused": lambda: fast_attention(q, k, v),
+               "fused + ALiBi": lambda: fast_attention(q, k, v, bias=alibi_bias(slopes, n, n))}
     times = {m: [] for m in methods}
     with torch_threads(threads), torch.no_grad():
         outs = {m: f() for m, f in methods.items()}                       # warm-up, and the outputs to compare
         for r in range(reps):
             for m in (list(methods) if r % 2 == 0 else list(methods)[::-1]):
-                t0 = time.perf_counter(); methods[m](); times[m].append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                methods[m]()
+                times[m].append(time.perf_counter() - t0)
         peaks = {m: peak_cpu_bytes(f) for m, f in methods.items()}
     names = {int(b): name for name, b in SDPBackend.__members__.items()}
     return {"n": n, "time": {m: sorted(t)[len(t) // 2] for m, t in times.items()}, "peak": peaks,
@@ -320,5 +334,6 @@ def kv_cache_bytes_per_token(
     c: TransformerConfig,  # the model's configuration
     dtype: torch.dtype = torch.float32,  # element type of the cache
 ) -> int:
-    "Bytes of keys and values the decoder keeps per token (self-attention, per generated token; or cross-attention, per source token)."
+    # self-attention: per generated token; cross-attention: per source token
+    "Bytes of keys and values the decoder keeps per token."
     return c.n_dec_layers * c.n_heads * (c.head_dim + c.value_dim) * torch.empty(0, dtype=dtype).element_size()

@@ -35,7 +35,8 @@ def _read_tensors(path: Path, device="cpu") -> dict[str, Tensor]:
     from safetensors.torch import load_file
     if not path.is_file(): raise FileNotFoundError(f"missing file {path}")
     try: return load_file(str(path), device=str(device))
-    except Exception as e: raise ValueError(f"{path} is not a readable safetensors file (truncated or corrupt?): {e}") from None
+    except Exception as e:
+        raise ValueError(f"{path} is not a readable safetensors file (truncated or corrupt?): {e}") from None
 
 def unwrap(model: nn.Module) -> nn.Module:
     "The plain module inside DDP and/or torch.compile wrappers."
@@ -50,7 +51,8 @@ def save_weights(model: nn.Module, path: Path, metadata: dict | None = None) -> 
     model = unwrap(model)
     if isinstance(model, Transformer): return save_model(model, path, metadata)
     from safetensors.torch import save_model as _save
-    _save(model, str(path), metadata={"extra": json.dumps(metadata or {})}); return path
+    _save(model, str(path), metadata={"extra": json.dumps(metadata or {})})
+    return path
 
 # %% ../nbs/09_checkpoints.ipynb #87ec7fcc
 def save_checkpoint(
@@ -64,14 +66,17 @@ def save_checkpoint(
     from safetensors.torch import save_file
     ckpt_dir = Path(ckpt_dir)
     tmp = ckpt_dir.with_name(f"{ckpt_dir.name}.tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True); tmp.mkdir(parents=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
     save_weights(model, tmp / "model.safetensors", {"step": state.get("step")})
     sd = optimizer.state_dict()
-    tensors = {f"state.{i}.{k}": v.detach().cpu().contiguous() for i, s in sd["state"].items() for k, v in s.items() if torch.is_tensor(v)}
+    tensors = {f"state.{i}.{k}": v.detach().cpu().contiguous()
+               for i, s in sd["state"].items() for k, v in s.items() if torch.is_tensor(v)}
     save_file(tensors, str(tmp / "optimizer.safetensors"))
     save_file({k: v.cpu().contiguous() for k, v in (rng or {}).items()}, str(tmp / "rng.safetensors"))
     groups = [{k: list(v) if isinstance(v, tuple) else v for k, v in g.items()} for g in sd["param_groups"]]
-    (tmp / "state.json").write_text(json.dumps({"format": CKPT_FORMAT, **state, "optimizer_param_groups": groups}, indent=1))
+    (tmp / "state.json").write_text(json.dumps({"format": CKPT_FORMAT, **state, "optimizer_param_groups": groups},
+                                               indent=1))
     if ckpt_dir.exists(): shutil.rmtree(ckpt_dir)
     os.replace(tmp, ckpt_dir)
     return ckpt_dir
@@ -82,12 +87,14 @@ def load_checkpoint(
     optimizer: torch.optim.Optimizer | None = None,  # if given, its state is loaded
     device: str | torch.device = "cpu",  # where the loaded tensors go
 ) -> dict:
-    "Load weights and optimizer state into the given objects; return the trainer state (with `rng`: the generator tensors)."
+    # the state's `rng`: the generator tensors
+    "Load weights and optimizer state into the given objects; return the trainer state."
     from safetensors.torch import load_model as _load_model
     ckpt_dir = Path(ckpt_dir)
     if not ckpt_dir.is_dir(): raise FileNotFoundError(f"no checkpoint directory at {ckpt_dir}")
     state = read_json(ckpt_dir / "state.json")
-    if state.get("format") != CKPT_FORMAT: raise ValueError(f"{ckpt_dir / 'state.json'} is not an {CKPT_FORMAT} checkpoint")
+    if state.get("format") != CKPT_FORMAT:
+        raise ValueError(f"{ckpt_dir / 'state.json'} is not an {CKPT_FORMAT} checkpoint")
     if model is not None:
         f = ckpt_dir / "model.safetensors"
         _read_tensors(f)                                           # a clear error for a missing or damaged file
@@ -140,14 +147,17 @@ def restore_rng(state: dict, rank: int, device: torch.device) -> bool:
     if f"cpu.rank{rank}" not in rng: return False
     torch.set_rng_state(rng[f"cpu.rank{rank}"])
     if device.type == "cuda" and f"cuda.rank{rank}" in rng: torch.cuda.set_rng_state(rng[f"cuda.rank{rank}"], device)
-    v, st, gauss = state["host_rng"]["python"]; random.setstate((v, tuple(st), gauss))
+    v, st, gauss = state["host_rng"]["python"]
+    random.setstate((v, tuple(st), gauss))
     name, keys, pos, has_gauss, cached = state["host_rng"]["numpy"]
     np.random.set_state((name, np.array(keys, dtype=np.uint32), pos, has_gauss, cached))
     return True
 
 def seed_everything(seed: int) -> None:
     "Seed Python's, NumPy's and torch's (CPU and CUDA) generators."
-    random.seed(seed); np.random.seed(seed % 2**32); torch.manual_seed(seed)
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
 
 # %% ../nbs/09_checkpoints.ipynb #b1c2d303
 class RunLocked(OSError):
@@ -158,7 +168,8 @@ def _try_lock(fd: int) -> bool:
     try:
         if os.name == "nt":
             import msvcrt
-            os.lseek(fd, 1 << 20, os.SEEK_SET); msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)   # a byte past the text
+            os.lseek(fd, 1 << 20, os.SEEK_SET)   # a byte past the text
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
         else:
             import fcntl
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -169,28 +180,34 @@ def _try_lock(fd: int) -> bool:
 def _holder(text: str) -> str:
     "Who a lock file's text names, in words."
     try: h = json.loads(text)
-    except ValueError: return "a process that has not written its name yet" if not text else f"an unreadable lock ({text[:60]!r})"
+    except ValueError:
+        return "a process that has not written its name yet" if not text else f"an unreadable lock ({text[:60]!r})"
     return f"pid {h.get('pid')} on host {h.get('host')} (started {h.get('started')})"
 
 class RunLock:
-    "Exclusive use of a run directory: `run.lock` names the holder (pid, host, start time); the OS file lock makes it exclusive."
+    # the holder: its pid, host and start time
+    "Exclusive use of a run directory: `run.lock` names the holder; the OS file lock makes it exclusive."
     def __init__(self,
                  out_dir: str | Path):  # the run directory
         self.path, self._fd = Path(out_dir) / "run.lock", None
 
     def acquire(self) -> "RunLock":
-        "Take the lock: refuse, naming the holder, if a live process holds it; take over a stale one from this host, with a note."
+        # a stale lock from this host is taken over, with a note
+        "Take the lock: refuse, naming the holder, if a live process holds it; take over a stale one from this host."
         self.path.parent.mkdir(parents=True, exist_ok=True)
         host = socket.gethostname()
         while True:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             if not _try_lock(fd):
-                text = os.read(fd, 4096).decode(errors="replace").strip(); os.close(fd)
-                raise RunLocked(f"{self.path} is held by {_holder(text)}: another process is training into this directory")
+                text = os.read(fd, 4096).decode(errors="replace").strip()
+                os.close(fd)
+                raise RunLocked(f"{self.path} is held by {_holder(text)}: "
+                                "another process is training into this directory")
             try: same = os.path.samestat(os.fstat(fd), os.stat(self.path))
             except FileNotFoundError: same = False
             if same: break
-            os.close(fd)                                  # the holder released and deleted it meanwhile: open the new file
+            # the holder released and deleted it meanwhile: open the new file
+            os.close(fd)
         old = os.read(fd, 4096).decode(errors="replace").strip()
         if old:                                           # left by a process that did not release it (killed?)
             try: old_host = json.loads(old).get("host")
@@ -201,7 +218,9 @@ class RunLock:
                                 f"that process still runs: if it does not, delete {self.path}")
             say(f"{self.path.name}: taking over the stale lock of {_holder(old)}, which no longer holds it")
         me = {"pid": os.getpid(), "host": host, "started": time.strftime("%Y-%m-%d %H:%M:%S")}
-        os.ftruncate(fd, 0); os.lseek(fd, 0, os.SEEK_SET); os.write(fd, json.dumps(me).encode())
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, json.dumps(me).encode())
         self._fd = fd
         return self
 
@@ -209,8 +228,12 @@ class RunLock:
         "Delete `run.lock` and drop the OS lock (nothing if not held)."
         fd, self._fd = self._fd, None
         if fd is None: return
-        if os.name == "nt": os.close(fd); self.path.unlink(missing_ok=True)    # Windows cannot delete an open file
-        else: self.path.unlink(missing_ok=True); os.close(fd)
+        if os.name == "nt":   # Windows cannot delete an open file
+            os.close(fd)
+            self.path.unlink(missing_ok=True)
+        else:
+            self.path.unlink(missing_ok=True)
+            os.close(fd)
 
     def __enter__(self) -> "RunLock": return self.acquire()
     def __exit__(self, *exc) -> None: self.release()
@@ -234,8 +257,10 @@ def average_checkpoints(
         for k in total: total[k] += t[k].double()
     with safe_open(str(files[0]), "pt") as h: meta = dict(h.metadata() or {})
     meta["extra"] = json.dumps({**json.loads(meta.get("extra", "{}")), "averaged": [str(f) for f in files]})
-    out_path = Path(out_path); out_path.parent.mkdir(parents=True, exist_ok=True)
-    save_file({k: (v / len(files)).to(first[k].dtype).contiguous() for k, v in total.items()}, str(out_path), metadata=meta)
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    save_file({k: (v / len(files)).to(first[k].dtype).contiguous() for k, v in total.items()}, str(out_path),
+              metadata=meta)
     return out_path
 
 def average_last(

@@ -23,15 +23,16 @@ class UsageError(ValueError):
     "A command line that cannot be run as written (argparse's complaint, or an option that does not apply)."
 
 class Parser(argparse.ArgumentParser):
-    "argparse's parser whose errors are raised as `UsageError`, so that `run_command` reports them as it reports any bad input."
+    "argparse's parser that raises its errors as `UsageError`, which `run_command` reports as any bad input."
     def error(self, message: str): raise UsageError(f"{message} (see --help)")
 
 BAD_INPUT = (ValueError, OSError, ImportError)   # what the library raises, with a message, for input it cannot use
 EXIT = {"done": 0, "check failed": 1, "bad input": 2, "fault": 3, "interrupted": 130}   # every command's exit statuses
 
 def one_line(e: BaseException) -> str:
-    "An error as one line: an `OSError` from the system as its reason and file, any other its message with line breaks folded."
-    text = f"{e.strerror}: {e.filename}" if isinstance(e, OSError) and e.strerror and e.filename else str(e) or type(e).__name__
+    "An error as one line: a system `OSError` as its reason and file, any other its message with line breaks folded."
+    text = (f"{e.strerror}: {e.filename}" if isinstance(e, OSError) and e.strerror and e.filename
+            else str(e) or type(e).__name__)
     return " ".join(text.split())
 
 def is_bad_input(e: BaseException) -> bool:
@@ -84,19 +85,22 @@ def run_command(
         return EXIT["fault"]
 
 # %% ../nbs/90_cli.ipynb #6f9d00ff
-_PY_LITERALS = {"True": "true", "False": "false", "None": "null"}   # Python spellings that would otherwise pass as strings
+# Python spellings that would otherwise pass as strings
+_PY_LITERALS = {"True": "true", "False": "false", "None": "null"}
 
 def parse_set(
     items: list[str],  # `--set` arguments, each KEY=VALUE with a dotted KEY
 ) -> dict:
-    "The nested dict of `--set` overrides: `train.max_minutes=5` -> {'train': {'max_minutes': 5}}; a value is JSON, else a string."
+    # a value is JSON, else a string
+    "The nested dict of `--set` overrides: `train.max_minutes=5` -> {'train': {'max_minutes': 5}}."
     out: dict = {}
     for item in items:
         key, eq, raw = item.partition("=")
         if not eq or not key: raise UsageError(f"--set {item!r}: expected KEY=VALUE, e.g. train.max_minutes=5")
         try: value = json.loads(raw)
         except json.JSONDecodeError:
-            if raw in _PY_LITERALS: raise UsageError(f"--set {item!r}: values are JSON, write {key}={_PY_LITERALS[raw]}") from None
+            if raw in _PY_LITERALS:
+                raise UsageError(f"--set {item!r}: values are JSON, write {key}={_PY_LITERALS[raw]}") from None
             value = raw
         *parents, leaf = key.split(".")
         d = out
@@ -121,15 +125,21 @@ def train_parser() -> Parser:
     from annotated_tx.data import CORPORA
     from annotated_tx.recipes import PRESETS
     p = Parser(prog="annotated-tx train", description=train_main.__doc__,
-               epilog="--preset copy trains the copy task instead (synthetic data, no corpus): it takes --out, --minutes, "
-                      "--no-progress and --set with the copy task's settings, and refuses the other options.")
-    p.add_argument("--preset", default="multi30k-cpu", help=f"a preset ({', '.join(PRESETS)}, or copy) or a recipe .json file (default: multi30k-cpu)")
-    p.add_argument("--out", default=None, help="output directory (default: runs/PRESET-SRC-TGT, runs/copy for the copy task)")
+               epilog="--preset copy trains the copy task instead (synthetic data, no corpus): it takes --out, "
+                      "--minutes, --no-progress and --set with the copy task's settings, "
+                      "and refuses the other options.")
+    p.add_argument("--preset", default="multi30k-cpu",
+                   help=f"a preset ({', '.join(PRESETS)}, or copy) or a recipe .json file (default: multi30k-cpu)")
+    p.add_argument("--out", default=None,
+                   help="output directory (default: runs/PRESET-SRC-TGT, runs/copy for the copy task)")
     p.add_argument("--data-dir", type=existing_dir, default=None,
-                   help=f"directory containing {' or '.join(f'{c}/' for c in CORPORA)} (default: $ANNOTATED_TX_DATA, then the cache)")
+                   help=f"directory containing {' or '.join(f'{c}/' for c in CORPORA)} "
+                        "(default: $ANNOTATED_TX_DATA, then the cache)")
     p.add_argument("--no-download", action="store_true", help="never download data; fail if it is not found")
-    p.add_argument("--src", default=None, help="source language (default: the preset's; alone, the target is the other language)")
-    p.add_argument("--tgt", default=None, help="target language (default: the preset's; alone, the source is the other language)")
+    p.add_argument("--src", default=None,
+                   help="source language (default: the preset's; alone, the target is the other language)")
+    p.add_argument("--tgt", default=None,
+                   help="target language (default: the preset's; alone, the source is the other language)")
     p.add_argument("--minutes", type=float, default=None, help="training time limit in minutes (train.max_minutes)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a recipe field, e.g. train.max_minutes=5 or model_overrides.dropout=0.2 (repeatable)")
@@ -137,9 +147,10 @@ def train_parser() -> Parser:
     return p
 
 def overrides_from_args(a: argparse.Namespace) -> dict:
-    "The recipe fields a parsed `annotated-tx train` command line sets: `--set`, then `--src`/`--tgt` and `--minutes`, which win."
+    "The recipe fields an `annotated-tx train` command line sets; `--src`/`--tgt` and `--minutes` win over `--set`."
     over = parse_set(a.set)
-    if a.src or a.tgt: over["src_lang"], over["tgt_lang"] = a.src, a.tgt    # one alone: the recipe takes the corpus's other language
+    # one alone: the recipe takes the corpus's other language
+    if a.src or a.tgt: over["src_lang"], over["tgt_lang"] = a.src, a.tgt
     if a.minutes is not None: over.setdefault("train", {})["max_minutes"] = a.minutes
     return over
 
@@ -150,7 +161,8 @@ def recipe_from_args(a: argparse.Namespace):
 
 def copy_preset_main(a: argparse.Namespace) -> int:
     "`annotated-tx train --preset copy`: train the copy task and report held-out exact match."
-    given = [flag for flag, on in (("--data-dir", a.data_dir), ("--no-download", a.no_download), ("--src", a.src), ("--tgt", a.tgt)) if on]
+    given = [flag for flag, on in (("--data-dir", a.data_dir), ("--no-download", a.no_download), ("--src", a.src),
+                                   ("--tgt", a.tgt)) if on]
     if given: raise UsageError(f"--preset copy trains on synthetic data and takes no {', '.join(given)}")
     from annotated_tx.copy_task import copy_settings, train_copy
     out = a.out or "runs/copy"
@@ -175,7 +187,8 @@ def train_main(argv: list[str] | None = None) -> int:
     print(f"{recipe.src_lang}->{recipe.tgt_lang} {recipe.test_split} ({key} weights, beam {recipe.beam}): "
           f"BLEU {s['bleu']['score']}  chrF {s['chrf']['score']}  tokenized BLEU {s['tokenized_bleu']['score']}")
     print(f"  {s['bleu']['signature']}\n  {s['chrf']['signature']}")
-    print(f"  {results['updates']} updates in {results['train_seconds'] / 60:.1f} min, {results['tok_per_s']} target tok/s, "
+    print(f"  {results['updates']} updates in {results['train_seconds'] / 60:.1f} min, "
+          f"{results['tok_per_s']} target tok/s, "
           f"peak memory {results['peak_memory_mb']} MB; everything in {out}")
     if results.get("host"): print(f"  trained on {'; then '.join(describe_host(h) for h in results['host'])}")
     if results["problems"]:
@@ -188,16 +201,21 @@ def evaluate_parser() -> Parser:
     "The options of `annotated-tx evaluate`; the corpus defaults come from the data chapter's registry."
     from annotated_tx.data import CORPORA
     defaults = "; ".join(f"{c.name}: {c.direction[0]}->{c.direction[1]} on {c.test_split}" for c in CORPORA.values())
-    p = Parser(prog="annotated-tx evaluate", description=evaluate_main.__doc__, epilog=f"Defaults by corpus: {defaults}.")
-    p.add_argument("model", help="a run directory or a model file (model.safetensors or model_avg.safetensors of a run)")
+    p = Parser(prog="annotated-tx evaluate", description=evaluate_main.__doc__,
+               epilog=f"Defaults by corpus: {defaults}.")
+    p.add_argument("model",
+                   help="a run directory or a model file (model.safetensors or model_avg.safetensors of a run)")
     p.add_argument("--tokenizer", default=None, help="sentencepiece model (default: tokenizer.model next to the model)")
     p.add_argument("--corpus", default="multi30k", choices=list(CORPORA), help="corpus (default: multi30k)")
     p.add_argument("--split", default=None, help="split to score (default: the corpus's test split)")
-    p.add_argument("--src", default=None, help="source language (default: the corpus's; alone, the target is the other language)")
-    p.add_argument("--tgt", default=None, help="target language (default: the corpus's; alone, the source is the other language)")
+    p.add_argument("--src", default=None,
+                   help="source language (default: the corpus's; alone, the target is the other language)")
+    p.add_argument("--tgt", default=None,
+                   help="target language (default: the corpus's; alone, the source is the other language)")
     p.add_argument("--beam", type=int, default=4, help="beam size, 1 = greedy (default: 4)")
     p.add_argument("--alpha", type=float, default=0.6, help="length penalty alpha (default: 0.6)")
-    p.add_argument("--data-dir", type=existing_dir, default=None, help="directory containing the corpus (default: $ANNOTATED_TX_DATA, then the cache)")
+    p.add_argument("--data-dir", type=existing_dir, default=None,
+                   help="directory containing the corpus (default: $ANNOTATED_TX_DATA, then the cache)")
     p.add_argument("--no-download", action="store_true", help="never download data; fail if it is not found")
     p.add_argument("--output", default=None, help="also write the translations to this file")
     return p
@@ -224,36 +242,52 @@ def evaluate_main(argv: list[str] | None = None) -> int:
 def translate_parser() -> Parser:
     "The options of `annotated-tx translate`."
     from annotated_tx.decoding import CONVENTIONS
-    ap = Parser(prog="annotated-tx translate", description="Translate text with a trained model: one output line per input line, in order "
-                "(with --n-best N: N lines 'INDEX ||| TRANSLATION ||| SCORE' per input line).")
-    ap.add_argument("-m", "--model", required=True, help="a run directory, a model file (.safetensors), a Marian model (a directory or a "
-                    "name such as Helsinki-NLP/opus-mt-de-en), or with --engine ct2 a directory written by annotated-tx export")
+    ap = Parser(prog="annotated-tx translate",
+                description="Translate text with a trained model: one output line per input line, in order "
+                            "(with --n-best N: N lines 'INDEX ||| TRANSLATION ||| SCORE' per input line).")
+    ap.add_argument("-m", "--model", required=True,
+                    help="a run directory, a model file (.safetensors), a Marian model (a directory or a "
+                         "name such as Helsinki-NLP/opus-mt-de-en), or with --engine ct2 a directory written by "
+                         "annotated-tx export")
     ap.add_argument("-t", "--tokenizer", "--spm", default=None,
-                    help="the sentencepiece .model the model was trained with (default: tokenizer.model next to the model)")
-    ap.add_argument("-i", "--input", default="-", help="text to translate, one sentence per line (plain or .gz; '-' = stdin, the default)")
+                    help="the sentencepiece .model the model was trained with "
+                         "(default: tokenizer.model next to the model)")
+    ap.add_argument("-i", "--input", default="-",
+                    help="text to translate, one sentence per line (plain or .gz; '-' = stdin, the default)")
     ap.add_argument("-o", "--output", default="-", help="where to write the translations ('-' = stdout, the default)")
     ap.add_argument("--beam", type=int, default=4, help="beam size; 1 = greedy decoding (default: 4, the paper's)")
-    ap.add_argument("--n-best", type=int, default=1, help="hypotheses per line, best first, at most the beam size (default: 1)")
+    ap.add_argument("--n-best", type=int, default=1,
+                    help="hypotheses per line, best first, at most the beam size (default: 1)")
     ap.add_argument("--alpha", type=float, default=0.6, help="length penalty α (default: 0.6, the paper's)")
     ap.add_argument("--length-penalty", choices=CONVENTIONS, default=None,
-                    help="'wu': Wu et al. (2016), the paper's (default with the torch engine); 'hf': |Y|^α and the beam search of "
+                    help="'wu': Wu et al. (2016), the paper's (default with the torch engine); "
+                         "'hf': |Y|^α and the beam search of "
                          "transformers' generate() (the only one with --engine ct2)")
-    ap.add_argument("--max-len-a", type=float, default=1.0, help="at most a·(source length) + b output tokens: a (default: 1)")
-    ap.add_argument("--max-len-b", type=int, default=50, help="... and b (default: 50, the paper's 'input length + 50')")
-    ap.add_argument("--batch-tokens", type=int, default=4096, help="source tokens per batch, padding included (default: 4096)")
+    ap.add_argument("--max-len-a", type=float, default=1.0,
+                    help="at most a·(source length) + b output tokens: a (default: 1)")
+    ap.add_argument("--max-len-b", type=int, default=50,
+                    help="... and b (default: 50, the paper's 'input length + 50')")
+    ap.add_argument("--batch-tokens", type=int, default=4096,
+                    help="source tokens per batch, padding included (default: 4096)")
     ap.add_argument("--too-long", choices=["truncate", "error"], default="truncate",
-                    help="a line longer than the model's max_len: translate its beginning with a warning (default) or stop with an error")
+                    help="a line longer than the model's max_len: translate its beginning with a warning (default) "
+                         "or stop with an error")
     ap.add_argument("--device", default="auto", help="'cpu', 'cuda', ... (default: cuda if available)")
-    ap.add_argument("--engine", choices=["torch", "ct2"], default="torch", help="the book's decoders (default) or CTranslate2")
+    ap.add_argument("--engine", choices=["torch", "ct2"], default="torch",
+                    help="the book's decoders (default) or CTranslate2")
     ap.add_argument("--threads", type=positive_int, default=None, help="CPU threads (default: the engine's choice)")
     ap.add_argument("--compute-type", default="default", help="CTranslate2: default (as exported), float32, int8, ...; "
                     "the torch engine: default (float32) or int8 (torch's dynamic quantization, CPU only)")
-    ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None, help="the torch engine, float32 on the CPU: "
-                    "run the decoding steps compiled ahead of time, compiling them where not kept yet (tens of seconds per model, search "
-                    "and thread count, kept for later runs); --no-compile: none (default: the ones kept from an earlier --compile, if any)")
+    ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                    help="the torch engine, float32 on the CPU: "
+                         "run the decoding steps compiled ahead of time, compiling them where not kept yet "
+                         "(tens of seconds per model, search "
+                         "and thread count, kept for later runs); --no-compile: none "
+                         "(default: the ones kept from an earlier --compile, if any)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
-    ap.add_argument("--verbose", action="store_true", help="at the end, the throughput on stderr: sentences/s, tokens/s, the engine, "
-                    "its precision and threads, the host")
+    ap.add_argument("--verbose", action="store_true",
+                    help="at the end, the throughput on stderr: sentences/s, tokens/s, the engine, "
+                         "its precision and threads, the host")
     return ap
 
 def translate_main(argv: list[str] | None = None) -> int:
@@ -262,7 +296,8 @@ def translate_main(argv: list[str] | None = None) -> int:
     from annotated_tx.data import read_lines
     from annotated_tx.decoding import DecodeConfig
     from annotated_tx.interop import engine_convention, load_translator, throughput
-    cfg = DecodeConfig.for_beam(a.beam, n_best=a.n_best, alpha=a.alpha, convention=a.length_penalty or engine_convention(a.engine),
+    cfg = DecodeConfig.for_beam(a.beam, n_best=a.n_best, alpha=a.alpha,
+                                convention=a.length_penalty or engine_convention(a.engine),
                                 max_len_a=a.max_len_a, max_len_b=a.max_len_b)
     translator = load_translator(a.model, a.tokenizer, a.device, a.engine, a.threads, a.compute_type, a.compile)
     t0 = time.perf_counter()
@@ -271,7 +306,9 @@ def translate_main(argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - t0
     if a.n_best == 1: text = "".join(h[0].text + "\n" for h in hyps)
     else: text = "".join(f"{i} ||| {h.text} ||| {h.score:.4f}\n" for i, hs in enumerate(hyps) for h in hs)
-    if a.output == "-": sys.stdout.write(text); sys.stdout.flush()
+    if a.output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
     else: Path(a.output).write_text(text, encoding="utf-8")
     if a.verbose: print(f"annotated-tx translate: {throughput(translator, hyps, seconds)}", file=sys.stderr)
     return 0
@@ -279,17 +316,22 @@ def translate_main(argv: list[str] | None = None) -> int:
 def export_parser() -> Parser:
     "The options of `annotated-tx export`."
     ap = Parser(prog="annotated-tx export", description=export_main.__doc__)
-    ap.add_argument("-m", "--model", required=True, help="a run directory, a model file (.safetensors), or a Marian model (directory or name)")
-    ap.add_argument("-t", "--tokenizer", default=None, help="the book's models only: their tokenizer (default: tokenizer.model next to the model)")
-    ap.add_argument("--to", choices=["ct2", "marian"], default="ct2", help="ct2: CTranslate2 (default); marian: transformers' MarianMTModel")
+    ap.add_argument("-m", "--model", required=True,
+                    help="a run directory, a model file (.safetensors), or a Marian model (directory or name)")
+    ap.add_argument("-t", "--tokenizer", default=None,
+                    help="the book's models only: their tokenizer (default: tokenizer.model next to the model)")
+    ap.add_argument("--to", choices=["ct2", "marian"], default="ct2",
+                    help="ct2: CTranslate2 (default); marian: transformers' MarianMTModel")
     ap.add_argument("-o", "--out", required=True, help="the directory to write")
-    ap.add_argument("--quantization", default="float32", choices=["float32", "int8", "int8_float32", "int16", "float16", "bfloat16"],
+    ap.add_argument("--quantization", default="float32",
+                    choices=["float32", "int8", "int8_float32", "int16", "float16", "bfloat16"],
                     help="CTranslate2's weights (default: float32)")
     ap.add_argument("--force", action="store_true", help="replace an existing output directory")
     return ap
 
 def export_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx export`: write a model as a CTranslate2 directory (float32 or int8) or as a Marian directory for transformers."
+    ("`annotated-tx export`: write a model as a CTranslate2 directory (float32 or int8) "
+     "or as a Marian directory for transformers.")
     a = export_parser().parse_args(argv)
     from annotated_tx.interop import export_model
     out = export_model(a.model, a.out, to=a.to, tokenizer=a.tokenizer, quantization=a.quantization, force=a.force)
@@ -298,7 +340,8 @@ def export_main(argv: list[str] | None = None) -> int:
 
 # %% ../nbs/90_cli.ipynb #d65f682c
 def score_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx score`: a file of translations against reference files: sacreBLEU BLEU and chrF with signatures, and paper-style tokenized BLEU."
+    ("`annotated-tx score`: a file of translations against reference files: sacreBLEU BLEU and chrF with signatures, "
+     "and paper-style tokenized BLEU.")
     from annotated_tx.data import read_lines
     from annotated_tx.evaluation import score_corpus
     ap = Parser(prog="annotated-tx score", description=score_main.__doc__)
@@ -316,7 +359,8 @@ def average_main(argv: list[str] | None = None) -> int:
     "`annotated-tx average`: average the last k checkpoints of a run into one model file (§6.1)."
     p = Parser(prog="annotated-tx average", description=average_main.__doc__)
     p.add_argument("run_dir", help="output directory of a training run (holds checkpoints/)")
-    p.add_argument("--last", type=int, default=5, help="how many of the latest checkpoints to average (paper: 5 base, 20 big)")
+    p.add_argument("--last", type=int, default=5,
+                   help="how many of the latest checkpoints to average (paper: 5 base, 20 big)")
     p.add_argument("--out", default=None, help="output file (default RUN_DIR/model_avg.safetensors)")
     a = p.parse_args(argv)
     from annotated_tx.checkpoints import average_last, list_checkpoints
@@ -326,38 +370,48 @@ def average_main(argv: list[str] | None = None) -> int:
     return 0
 
 def vocab_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx vocab`: train a shared BPE vocabulary on a corpus's training text (or two files) and write OUT/tokenizer.model."
+    ("`annotated-tx vocab`: train a shared BPE vocabulary on a corpus's training text (or two files) "
+     "and write OUT/tokenizer.model.")
     import time
     from annotated_tx.data import CORPORA, get_corpus, read_parallel
     ap = Parser(prog="annotated-tx vocab", description=vocab_main.__doc__)
-    ap.add_argument("--corpus", choices=sorted(CORPORA), default=None, help="train on this corpus's training split (both languages)")
+    ap.add_argument("--corpus", choices=sorted(CORPORA), default=None,
+                    help="train on this corpus's training split (both languages)")
     ap.add_argument("--src", type=Path, help="source-language training file (instead of --corpus)")
     ap.add_argument("--tgt", type=Path, help="target-language training file, parallel to --src")
     ap.add_argument("--data-dir", type=existing_dir, default=None,
                     help="directory containing multi30k/ or wmt14/ (default: $ANNOTATED_TX_DATA, then the cache)")
     ap.add_argument("--no-download", action="store_true", help="never download (fail if the data is missing)")
-    ap.add_argument("--vocab-size", type=int, default=None, help="vocabulary size (default: the corpus's own, "
-                    + ", ".join(f"{c.vocab_size} for {n}" for n, c in sorted(CORPORA.items())) + "; with --src/--tgt, the paper's)")
-    ap.add_argument("--max-sentences", type=int, default=0, help="train on a seeded sample of this many sentences (0: all)")
+    ap.add_argument("--vocab-size", type=int, default=None,
+                    help="vocabulary size (default: the corpus's own, "
+                    + ", ".join(f"{c.vocab_size} for {n}" for n, c in sorted(CORPORA.items()))
+                    + "; with --src/--tgt, the paper's)")
+    ap.add_argument("--max-sentences", type=int, default=0,
+                    help="train on a seeded sample of this many sentences (0: all)")
     ap.add_argument("--seed", type=int, default=0, help="seed of that sample")
     ap.add_argument("--out", type=Path, required=True, help="output directory; writes OUT/tokenizer.model")
     a = ap.parse_args(argv)
-    if bool(a.src) != bool(a.tgt) or bool(a.src) == bool(a.corpus): ap.error("give --corpus, or --src and --tgt together")
+    if bool(a.src) != bool(a.tgt) or bool(a.src) == bool(a.corpus):
+        ap.error("give --corpus, or --src and --tgt together")
     from annotated_tx.tokenizer import Tokenizer, default_vocab_size
     if a.corpus: pairs = get_corpus(a.corpus).load("train", data_dir=a.data_dir, download=not a.no_download)
     else: pairs = read_parallel(a.src, a.tgt)
     t0 = time.perf_counter()
     tok = Tokenizer.train(pairs, a.vocab_size or default_vocab_size(a.corpus), a.out / "tokenizer.model",
                           max_sentences=a.max_sentences, seed=a.seed)
-    print(f"wrote {a.out / 'tokenizer.model'}: {tok.vocab_size} pieces from {2 * len(pairs)} sentences in {time.perf_counter() - t0:.1f} s")
+    print(f"wrote {a.out / 'tokenizer.model'}: {tok.vocab_size} pieces from {2 * len(pairs)} sentences "
+          f"in {time.perf_counter() - t0:.1f} s")
     return 0
 
 def download_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx download`: download Multi30k (task 1: train, val, test_2016_flickr; de and en) and verify every file's sha256."
+    ("`annotated-tx download`: download Multi30k (task 1: train, val, test_2016_flickr; de and en) "
+     "and verify every file's sha256.")
     from annotated_tx.data import DATA_ENV, MULTI30K_URL, cache_dir
     ap = Parser(prog="annotated-tx download", description=download_main.__doc__)
-    ap.add_argument("--data-dir", type=Path, default=None, help=f"directory to put multi30k/ in (default: ${DATA_ENV}, else {cache_dir()})")
-    ap.add_argument("--url", default=MULTI30K_URL, help="address template with {split} and {lang} (default: the multi30k/dataset repository)")
+    ap.add_argument("--data-dir", type=Path, default=None,
+                    help=f"directory to put multi30k/ in (default: ${DATA_ENV}, else {cache_dir()})")
+    ap.add_argument("--url", default=MULTI30K_URL,
+                    help="address template with {split} and {lang} (default: the multi30k/dataset repository)")
     ap.add_argument("--force", action="store_true", help="download even the files that are already there")
     a = ap.parse_args(argv)
     from annotated_tx.data import ensure_multi30k
@@ -373,11 +427,13 @@ def bench_train_parser() -> Parser:
     p.add_argument("--rounds", type=int, default=10, help="interleaved rounds (default: 10)")
     p.add_argument("--steps", type=int, default=3, help="training steps per contender per round (default: 3)")
     p.add_argument("--pairs", type=int, default=40, help="sentence pairs per batch (default: 40)")
-    p.add_argument("--min-len", dest="min_sentence_tokens", type=int, default=15, help="tokens of the shortest sentence (default: 15)")
-    p.add_argument("--max-len", dest="max_sentence_tokens", type=int, default=35, help="tokens of the longest sentence (default: 35)")
+    p.add_argument("--min-len", dest="min_sentence_tokens", type=int, default=15,
+                   help="tokens of the shortest sentence (default: 15)")
+    p.add_argument("--max-len", dest="max_sentence_tokens", type=int, default=35,
+                   help="tokens of the longest sentence (default: 35)")
     p.add_argument("--amp", default="auto", choices=["auto", "none", "bf16", "both"],
-                   help="auto: float32, and bf16 autocast too where the device computes bf16 natively (default); none: float32; "
-                        "bf16: bf16 autocast; both: the two interleaved in one run")
+                   help="auto: float32, and bf16 autocast too where the device computes bf16 natively (default); "
+                        "none: float32; bf16: bf16 autocast; both: the two interleaved in one run")
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
     p.add_argument("--threads", type=positive_int, default=None, help="torch threads (default: torch's default)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
@@ -396,26 +452,35 @@ def print_bench_train(r: dict) -> None:
         res = r[amp]
         for k in ("annotated_tx", "torch.nn.Transformer"):
             x = res[k]
-            print(f"{k + ', ' + res['label']:36} {x['step_seconds'] * 1e3:7.0f} {x['step_seconds_best'] * 1e3:7.0f}  {x['tok_per_s']:7.0f} "
+            print(f"{k + ', ' + res['label']:36} {x['step_seconds'] * 1e3:7.0f} {x['step_seconds_best'] * 1e3:7.0f}  "
+                  f"{x['tok_per_s']:7.0f} "
                   f"{x['tok_per_s_best']:7.0f}   {x['of_ceiling']:6.1%} {x['of_ceiling_best']:6.1%}")
         print(f"{'':2}{res['label']}: matmul ceiling {res['matmul_ceiling_flops'] / 1e9:.0f} GFLOP/s median, "
-              f"{res['matmul_ceiling_best'] / 1e9:.0f} best (% of ceiling is against the best); ratio annotated_tx / torch.nn.Transformer {res['ratio']:.2f}x "
-              f"median of rounds (range {res['ratio_min']:.2f}-{res['ratio_max']:.2f}), {res['ratio_best']:.2f}x best vs best")
+              f"{res['matmul_ceiling_best'] / 1e9:.0f} best (% of ceiling is against the best); "
+              f"ratio annotated_tx / torch.nn.Transformer {res['ratio']:.2f}x "
+              f"median of rounds (range {res['ratio_min']:.2f}-{res['ratio_max']:.2f}), "
+              f"{res['ratio_best']:.2f}x best vs best")
     if "bf16_over_float32" in r:
-        print(f"annotated_tx in bf16 autocast / in float32 (target tok/s): {r['bf16_over_float32']:.2f}x median of rounds")
+        print(f"annotated_tx in bf16 autocast / in float32 (target tok/s): {r['bf16_over_float32']:.2f}x "
+              f"median of rounds")
 
 def bench_train_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx bench train`: training throughput of our Transformer vs torch.nn.Transformer, and each one's share of the matmul ceiling."
+    ("`annotated-tx bench train`: training throughput of our Transformer vs torch.nn.Transformer, "
+     "and each one's share of the matmul ceiling.")
     from annotated_tx.benchmarks import bench_train, timing_host
     from annotated_tx.model import get_config
     a = bench_train_parser().parse_args(argv)
     c = get_config(a.config)
-    r = bench_train(a.config, a.rounds, a.steps, a.pairs, a.min_sentence_tokens, a.max_sentence_tokens, a.amp, a.device, a.threads,
-                    a.seed, not a.quiet, retain_memory=not a.release_memory)
-    print(f"training step, {a.config} (d_model {c.d_model}, {c.n_enc_layers}+{c.n_dec_layers} layers, {c.n_heads} heads, d_ff {c.d_ff}, "
-          f"vocab {c.src_vocab_size}), {a.pairs} pairs of {a.min_sentence_tokens}-{a.max_sentence_tokens} tokens (~{r['tgt_tokens_per_batch']:.0f} target tokens), "
-          f"{timing_host(r['device'], r['threads'], None)}; medians of {a.rounds} interleaved rounds of {a.steps} steps; the same Adam for both")
-    print(f"model FLOPs per step {r['train_flops_per_step'] / 1e9:.1f} G (analytic: 3 x forward matmuls); the matmul ceiling is "
+    r = bench_train(a.config, a.rounds, a.steps, a.pairs, a.min_sentence_tokens, a.max_sentence_tokens, a.amp, a.device,
+                    a.threads, a.seed, not a.quiet, retain_memory=not a.release_memory)
+    print(f"training step, {a.config} (d_model {c.d_model}, {c.n_enc_layers}+{c.n_dec_layers} layers, "
+          f"{c.n_heads} heads, d_ff {c.d_ff}, "
+          f"vocab {c.src_vocab_size}), {a.pairs} pairs of {a.min_sentence_tokens}-{a.max_sentence_tokens} tokens "
+          f"(~{r['tgt_tokens_per_batch']:.0f} target tokens), "
+          f"{timing_host(r['device'], r['threads'], None)}; "
+          f"medians of {a.rounds} interleaved rounds of {a.steps} steps; the same Adam for both")
+    print(f"model FLOPs per step {r['train_flops_per_step'] / 1e9:.1f} G (analytic: 3 x forward matmuls); "
+          f"the matmul ceiling is "
           f"the model's forward GEMM shapes, timed in this run in each precision; this device computes bf16 natively: "
           f"{'yes' if r['native_bf16'] else 'no'}; freed memory retained: {'yes' if r['memory_retained'] else 'no'}")
     if r["skipped"]: print(r["skipped"])
@@ -424,21 +489,25 @@ def bench_train_main(argv: list[str] | None = None) -> int:
     return 0
 
 def bench_decode_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx bench decode`: our greedy and beam-search decoding against HuggingFace's MarianMTModel and CTranslate2, on the same (random) weights."
+    ("`annotated-tx bench decode`: our greedy and beam-search decoding against HuggingFace's MarianMTModel "
+     "and CTranslate2, on the same (random) weights.")
     ap = Parser(prog="annotated-tx bench decode", description=bench_decode_main.__doc__)
     ap.add_argument("--config", default="small", help="model configuration: small, base or big (default: small)")
     ap.add_argument("--sentences", type=int, default=40, help="source sentences, decoded as one batch (default: 40)")
     ap.add_argument("--min-src-len", type=int, default=15, help="shortest source sentence in tokens (default: 15)")
     ap.add_argument("--max-src-len", type=int, default=35, help="longest source sentence in tokens (default: 35)")
-    ap.add_argument("--new-tokens", type=int, default=40, help="tokens generated per sentence, EOS suppressed (default: 40)")
+    ap.add_argument("--new-tokens", type=int, default=40,
+                    help="tokens generated per sentence, EOS suppressed (default: 40)")
     ap.add_argument("--beam", type=int, default=4, help="beam size of the beam-search contenders (default: 4)")
-    ap.add_argument("--rounds", type=int, default=5, help="timed rounds; each contender runs once per round, interleaved (default: 5)")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="timed rounds; each contender runs once per round, interleaved (default: 5)")
     ap.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's choice)")
     ap.add_argument("--device", default="cpu", help="device to run on (default: cpu)")
     ap.add_argument("--no-marian", action="store_true", help="skip HuggingFace MarianMTModel")
     ap.add_argument("--no-ct2", action="store_true", help="skip CTranslate2")
-    ap.add_argument("--compile", action="store_true", help="also time ours with its steps compiled ahead of time (CompiledDecoder; "
-                    "compiling where not kept yet, tens of seconds, is done in the warm-up, not timed)")
+    ap.add_argument("--compile", action="store_true",
+                    help="also time ours with its steps compiled ahead of time (CompiledDecoder; "
+                         "compiling where not kept yet, tens of seconds, is done in the warm-up, not timed)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the random weights and sources (default: 0)")
     a = ap.parse_args(argv)
     from functools import partial
@@ -455,51 +524,64 @@ def bench_decode_main(argv: list[str] | None = None) -> int:
 def bench_translate_parser() -> Parser:
     "The options of `annotated-tx bench translate`."
     p = Parser(prog="annotated-tx bench translate", description=bench_translate_main.__doc__)
-    p.add_argument("-m", "--model", required=True, help="a run directory of the book's (or a model file with tokenizer.model beside it)")
-    p.add_argument("--ct2", default=None, help="its CTranslate2 export, float32 (default: exported now into a temporary "
-                   "directory, as annotated-tx export --to ct2 does)")
+    p.add_argument("-m", "--model", required=True,
+                   help="a run directory of the book's (or a model file with tokenizer.model beside it)")
+    p.add_argument("--ct2", default=None,
+                   help="its CTranslate2 export, float32 (default: exported now into a temporary "
+                        "directory, as annotated-tx export --to ct2 does)")
     p.add_argument("--threads", type=positive_int, nargs="+", default=[1],
                    help="CPU threads of every engine; several: one table each (default: 1)")
-    p.add_argument("--repetitions", type=int, default=3, help="timed repetitions, the engines interleaved in each (default: 3)")
+    p.add_argument("--repetitions", type=int, default=3,
+                   help="timed repetitions, the engines interleaved in each (default: 3)")
     p.add_argument("--beam", type=int, default=4, help="beam size of the beam-search engines (default: 4)")
-    p.add_argument("--alpha", type=float, default=0.6, help="their length penalty α, |Y|^α for both engines (default: 0.6)")
-    p.add_argument("--int8", action="store_true", help="also int8: torch's dynamic quantization of ours, and CTranslate2's int8")
-    p.add_argument("--compile", action="store_true", help="also ours with its steps compiled ahead of time (compiled in the warm-up where not kept yet, not timed)")
+    p.add_argument("--alpha", type=float, default=0.6,
+                   help="their length penalty α, |Y|^α for both engines (default: 0.6)")
+    p.add_argument("--int8", action="store_true",
+                   help="also int8: torch's dynamic quantization of ours, and CTranslate2's int8")
+    p.add_argument("--compile", action="store_true",
+                   help="also ours with its steps compiled ahead of time "
+                        "(compiled in the warm-up where not kept yet, not timed)")
     p.add_argument("--corpus", default=None, help="corpus (default: the run's recipe's, else multi30k)")
     p.add_argument("--split", default=None, help="split (default: the run's test split, else the corpus's)")
     p.add_argument("--src", default=None, help="source language (default: the run's, else the corpus's)")
     p.add_argument("--tgt", default=None, help="target language (default: the run's, else the corpus's)")
     p.add_argument("--sentences", type=int, default=0, help="translate only the first N sentences (default: 0, all)")
-    p.add_argument("--data-dir", type=existing_dir, default=None, help="directory containing the corpus (default: $ANNOTATED_TX_DATA, then the cache)")
+    p.add_argument("--data-dir", type=existing_dir, default=None,
+                   help="directory containing the corpus (default: $ANNOTATED_TX_DATA, then the cache)")
     p.add_argument("--no-download", action="store_true", help="never download data; fail if it is not found")
     p.add_argument("--json", default=None, help="also write the results to this JSON file")
     return p
 
 def bench_translate_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx bench translate`: a trained model's test set, text to text, by translate and by translate --engine ct2 on its export: time and BLEU."
+    ("`annotated-tx bench translate`: a trained model's test set, text to text, by translate and by translate "
+     "--engine ct2 on its export: time and BLEU.")
     import tempfile
     from annotated_tx.benchmarks import bench_translate, timing_host
     from annotated_tx.interop import export_model, run_test_pairs, translation_engines
     a = bench_translate_parser().parse_args(argv)
     results = {}
     with tempfile.TemporaryDirectory() as d:
-        ct2 = a.ct2 or export_model(a.model, Path(d) / "ct2", to="ct2")         # what `annotated-tx export --to ct2` writes
+        # what `annotated-tx export --to ct2` writes
+        ct2 = a.ct2 or export_model(a.model, Path(d) / "ct2", to="ct2")
         name, pairs = run_test_pairs(a.model, a.corpus, a.split, a.src, a.tgt, a.data_dir, not a.no_download)
         pairs = pairs[:a.sentences or None]
         for n in a.threads:
             engines = translation_engines(a.model, ct2, n, a.beam, a.alpha, int8=a.int8, compiled=a.compile)
-            head = (f"{len(pairs):,} sentences of {name}, text to text, {timing_host('cpu', n, None)}; float32 unless int8 is named; "
+            head = (f"{len(pairs):,} sentences of {name}, text to text, {timing_host('cpu', n, None)}; "
+                    f"float32 unless int8 is named; "
                     f"{a.repetitions} repetitions, interleaved")
-            results[n] = bench_translate(engines, [s for s, _ in pairs], [t for _, t in pairs], a.repetitions, header=head)
+            results[n] = bench_translate(engines, [s for s, _ in pairs], [t for _, t in pairs], a.repetitions,
+                                         header=head)
     if a.json: Path(a.json).write_text(json.dumps(results, indent=1))
     return 0
 
-
 # %% ../nbs/90_cli.ipynb #6ec7c305
 def exercises_init_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx exercises init`: write DIR/exercises.py and DIR/exercises.ipynb, the same stubs as a file and a notebook; never overwrites."
+    ("`annotated-tx exercises init`: write DIR/exercises.py and DIR/exercises.ipynb, the same stubs as a file "
+     "and a notebook; never overwrites.")
     ap = Parser(prog="annotated-tx exercises init", description=exercises_init_main.__doc__)
-    ap.add_argument("dir", nargs="?", default="ex", help="the directory to write them into (created if needed; default: ex)")
+    ap.add_argument("dir", nargs="?", default="ex",
+                    help="the directory to write them into (created if needed; default: ex)")
     a = ap.parse_args(argv)
     from annotated_tx.exercises import EXERCISES, write_stubs
     n = sum(1 for ex in EXERCISES.values() if ex.stub)
@@ -510,14 +592,17 @@ def exercises_init_main(argv: list[str] | None = None) -> int:
     return 0
 
 def exercises_check_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx exercises check`: grade the exercises against the book, one by one; status 0 when all pass, 1 otherwise."
+    ("`annotated-tx exercises check`: grade the exercises against the book, one by one; "
+     "status 0 when all pass, 1 otherwise.")
     from annotated_tx.exercises import EXERCISES, FILE, NOTEBOOK, check_file, graded_file, progress_note, report
     from annotated_tx.runtime import torch_threads
     ap = Parser(prog="annotated-tx exercises check", description=exercises_check_main.__doc__)
-    ap.add_argument("names", nargs="*", metavar="NAME", help=f"grade only these exercises, and those they need: {', '.join(EXERCISES)} (default: all)")
+    ap.add_argument("names", nargs="*", metavar="NAME",
+                    help=f"grade only these exercises, and those they need: {', '.join(EXERCISES)} (default: all)")
     ap.add_argument("--dir", default=".", help="the directory that init wrote (default: the current one)")
-    ap.add_argument("--file", default=None, help=f"grade this file (a .py, or an .ipynb whose code cells are run in order) instead of "
-                                                 f"the {FILE} or {NOTEBOOK} of --dir saved last")
+    ap.add_argument("--file", default=None,
+                    help=f"grade this file (a .py, or an .ipynb whose code cells are run in order) instead of "
+                         f"the {FILE} or {NOTEBOOK} of --dir saved last")
     ap.add_argument("--only", nargs="+", metavar="NAME", choices=list(EXERCISES), help="the same as naming them")
     a = ap.parse_args(argv)
     if unknown := [n for n in a.names if n not in EXERCISES]:
@@ -526,7 +611,8 @@ def exercises_check_main(argv: list[str] | None = None) -> int:
         if note := progress_note(name): print(note, flush=True)
     path, why = (Path(a.file), "as asked") if a.file else graded_file(a.dir)
     print(f"grading {path} ({why})", flush=True)
-    with torch_threads(1): results = check_file(path, [*a.names, *(a.only or [])] or None, progress)   # a file that cannot be used: ReaderError, a ValueError
+    # a file that cannot be used: ReaderError, a ValueError
+    with torch_threads(1): results = check_file(path, [*a.names, *(a.only or [])] or None, progress)
     print(report(results, path))
     return EXIT["done"] if all(r.status == "passed" for r in results) else EXIT["check failed"]
 
@@ -542,12 +628,14 @@ def info_main(argv: list[str] | None = None) -> int:
     for name in CONFIGS:
         with torch.device("meta"): n = count_parameters(Transformer(get_config(name)))
         c = get_config(name)
-        print(f"  {name:6} d_model={c.d_model} heads={c.n_heads} d_ff={c.d_ff} layers={c.n_enc_layers}+{c.n_dec_layers} "
+        print(f"  {name:6} d_model={c.d_model} heads={c.n_heads} d_ff={c.d_ff} "
+              f"layers={c.n_enc_layers}+{c.n_dec_layers} "
               f"vocab={c.src_vocab_size}: {n / 1e6:.1f}M parameters")
     return 0
 
 def cache_main(argv: list[str] | None = None) -> int:
-    "`annotated-tx cache`: the compiled decoding steps kept on disk (the engine chapter), their bytes and bound; `--clear` deletes them."
+    ("`annotated-tx cache`: the compiled decoding steps kept on disk (the engine chapter), their bytes and bound; "
+     "`--clear` deletes them.")
     from annotated_tx.engine import STEP_CACHE_ENV, cache_report, steps_dir
     ap = Parser(prog="annotated-tx cache", description=cache_main.__doc__)
     ap.add_argument("--clear", action="store_true", help="delete every kept compiled step")
@@ -574,9 +662,12 @@ COMMANDS = {  # command: (its function, one line of help)
     "download": (download_main, "download and verify Multi30k into the cache (or a directory)"),
     "bench train": (bench_train_main, "training throughput: ours vs torch.nn.Transformer"),
     "bench decode": (bench_decode_main, "decoding speed: ours vs HuggingFace Marian and CTranslate2"),
-    "bench translate": (bench_translate_main, "a trained model's test set, text to text: translate vs CTranslate2, time and BLEU"),
-    "exercises init": (exercises_init_main, "write DIR/exercises.py: the book's twelve exercises as stubs (never overwrites)"),
-    "exercises check": (exercises_check_main, "grade DIR/exercises.py against the book, then train the copy task with it"),
+    "bench translate": (bench_translate_main,
+                        "a trained model's test set, text to text: translate vs CTranslate2, time and BLEU"),
+    "exercises init": (exercises_init_main,
+                       "write DIR/exercises.py: the book's twelve exercises as stubs (never overwrites)"),
+    "exercises check": (exercises_check_main,
+                        "grade DIR/exercises.py against the book, then train the copy task with it"),
     "info": (info_main, "versions, device, and the model configurations with their sizes"),
     "cache": (cache_main, "the compiled decoding steps kept on disk, and their bound; --clear deletes them"),
 }
@@ -595,17 +686,22 @@ def main(argv: list[str] | None = None) -> int:
     debug = argv[:1] == ["--debug"]                                    # the one global flag, before the command
     if debug: argv = argv[1:]
     if not argv or argv[0] in ("-h", "--help", "help"):
-        print(usage()); return 0
+        print(usage())
+        return 0
     name, rest = argv[0], argv[1:]
-    group = [c for c in COMMANDS if c.startswith(name + " ")]          # two-word commands: bench train, exercises check, ...
+    # two-word commands: bench train, exercises check, ...
+    group = [c for c in COMMANDS if c.startswith(name + " ")]
     if group and rest and not rest[0].startswith("-"): name, rest = f"{name} {rest[0]}", rest[1:]
     elif group and rest and rest[0] in ("-h", "--help"):               # the group alone: its commands
         print(f"usage: annotated-tx {name} {{{','.join(c.split()[1] for c in group)}}} [options]\n\n"
-              + "\n".join(f"  {c:16} {COMMANDS[c][1]}" for c in group)); return 0
+              + "\n".join(f"  {c:16} {COMMANDS[c][1]}" for c in group))
+        return 0
     elif group:
-        print(f"annotated-tx {name}: error: give one of its commands: {', '.join(group)} (see --help)", file=sys.stderr); return 2
+        print(f"annotated-tx {name}: error: give one of its commands: {', '.join(group)} (see --help)", file=sys.stderr)
+        return 2
     if name not in COMMANDS:
-        print(f"annotated-tx: error: unknown command {name!r} (see annotated-tx --help)", file=sys.stderr); return 2
+        print(f"annotated-tx: error: unknown command {name!r} (see annotated-tx --help)", file=sys.stderr)
+        return 2
     return run_command(name, COMMANDS[name][0], rest, debug)
 
 # %% ../nbs/90_cli.ipynb #370a5696
@@ -641,8 +737,10 @@ def package_imports(
             found += [(a.name.split(".")[1], node.lineno) for a in node.names if a.name.startswith("annotated_tx.")]
         elif isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == "annotated_tx"):
             parts = (node.module or "").split(".")[0 if node.level else 1:]
-            if parts and parts[0]: found.append((parts[0], node.lineno))   # from .decoding import x; from annotated_tx.decoding import x
-            else: found += [(a.name, node.lineno) for a in node.names]  # from . import decoding; from annotated_tx import __version__
+            # from .decoding import x; from annotated_tx.decoding import x
+            if parts and parts[0]: found.append((parts[0], node.lineno))
+            # from . import decoding; from annotated_tx import __version__
+            else: found += [(a.name, node.lineno) for a in node.names]
     return [(name, line) for name, line in found if name != module]
 
 def import_refusal(

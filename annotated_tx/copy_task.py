@@ -40,7 +40,8 @@ def copy_tokenizer(
 ) -> Tokenizer:
     "A sentencepiece model in which every letter of the alphabet (with its leading space) is one token."
     size = 4 + 1 + 2 * len(alphabet)          # specials, '▁', the letters, and the merged '▁x' pieces
-    tok = Tokenizer.train(copy_sentences(2000, 12345, alphabet=alphabet), vocab_size=size, path=path, byte_fallback=False)
+    tok = Tokenizer.train(copy_sentences(2000, 12345, alphabet=alphabet), vocab_size=size, path=path,
+                          byte_fallback=False)
     if [len(tok.encode(c)) for c in alphabet] != [1] * len(alphabet):
         raise RuntimeError(f"the copy tokenizer does not map each letter of {alphabet!r} to one token")
     return tok
@@ -73,8 +74,8 @@ def exact_match(
 
 # %% ../nbs/11_copy_task.ipynb #996d2cdf
 COPY_MODEL = dict(d_model=64, n_heads=4, d_ff=128, n_enc_layers=1, n_dec_layers=1, dropout=0.0, max_len=64)
-COPY_TRAIN = dict(max_updates=700, max_minutes=1.0, warmup=100, lr_factor=0.3, label_smoothing=0.1, clip_norm=1.0, checkpoint_every_updates=25,
-                  checkpoint_every_minutes=0.0, keep_last=5, val_every=100, seed=0)
+COPY_TRAIN = dict(max_updates=700, max_minutes=1.0, warmup=100, lr_factor=0.3, label_smoothing=0.1, clip_norm=1.0,
+                  checkpoint_every_updates=25, checkpoint_every_minutes=0.0, keep_last=5, val_every=100, seed=0)
 
 def train_copy(
     out_dir: str | Path,  # run directory (created; an existing run there is resumed)
@@ -87,23 +88,27 @@ def train_copy(
     progress: bool = True,  # show the progress bar
 ) -> dict:
     "Train and evaluate the copy task; returns the results (also written to out_dir/results.json)."
-    out = Path(out_dir); out.mkdir(parents=True, exist_ok=True)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     tok = copy_tokenizer(out / "tokenizer.model")
     train_text = copy_sentences(150_000, seed)
     seen = set(train_text)
     held_out = [s for s in copy_sentences(3000, seed + 1) if s not in seen][:1000]
     pairs = [(x, x) for x in tok.encode_batch(train_text)]
-    val = list(Batches.from_pairs([(x, x) for x in tok.encode_batch(copy_sentences(500, seed + 2))], 1000, shuffle=False,
-                                  vocab_size=tok.vocab_size)())
-    cfg = TrainConfig(**{**COPY_TRAIN, "max_updates": max_updates, "max_minutes": minutes, "seed": seed, "device": device,
-                         "progress": progress})
+    val = list(Batches.from_pairs([(x, x) for x in tok.encode_batch(copy_sentences(500, seed + 2))], 1000,
+                                  shuffle=False, vocab_size=tok.vocab_size)())
+    cfg = TrainConfig(**{**COPY_TRAIN, "max_updates": max_updates, "max_minutes": minutes, "seed": seed,
+                         "device": device, "progress": progress})
     with torch_threads(threads):
         torch.manual_seed(seed)
-        model = Transformer(TransformerConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, **COPY_MODEL))
-        hist = train(model, Batches.from_pairs(pairs, max_tokens=1000, seed=seed, vocab_size=tok.vocab_size), cfg, out, val_data=val)
+        model = Transformer(TransformerConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size,
+                                              **COPY_MODEL))
+        hist = train(model, Batches.from_pairs(pairs, max_tokens=1000, seed=seed, vocab_size=tok.vocab_size), cfg, out,
+                     val_data=val)
         results = {"updates": hist["step"], "stopped": hist["stopped"], "train_seconds": hist["train"][-1]["seconds"],
                    "parameters": count_parameters(model), "held_out": len(held_out),
-                   "exact_match_last": exact_match(load_model(out / "model.safetensors", model.src_emb.weight.device), tok, held_out)}
+                   "exact_match_last": exact_match(load_model(out / "model.safetensors", model.src_emb.weight.device),
+                                                   tok, held_out)}
         ckpts = checkpoints.list_checkpoints(out)[-average_last:] if average_last else []
         if len(ckpts) > 1:
             avg = checkpoints.average_last(out, average_last)          # into out/model_avg.safetensors
@@ -113,20 +118,26 @@ def train_copy(
     (out / "results.json").write_text(json.dumps(results, indent=1))
     return {**results, "history": hist}
 
-COPY_SETTINGS = {  # what `annotated-tx train --preset copy` takes from `--set` (as a recipe spells it): `train_copy`'s argument for each
+# what `annotated-tx train --preset copy` takes from `--set` (as a recipe spells it): `train_copy`'s argument for each
+COPY_SETTINGS = {
     "train.max_minutes": "minutes", "train.max_updates": "max_updates", "train.seed": "seed", "train.device": "device"}
 
 def _dotted(d: dict, prefix: str = "") -> list[tuple[str, object]]:
     "The leaves of nested dicts as (dotted key, value): {'train': {'seed': 1}} -> [('train.seed', 1)]."
-    return [kv for k, v in d.items() for kv in (_dotted(v, f"{prefix}{k}.") if isinstance(v, dict) else [(f"{prefix}{k}", v)])]
+    return [kv for k, v in d.items()
+            for kv in (_dotted(v, f"{prefix}{k}.") if isinstance(v, dict) else [(f"{prefix}{k}", v)])]
 
 def copy_settings(
     overrides: dict,  # recipe fields as `--set` gives them, e.g. {'train': {'max_updates': 50}}
 ) -> dict:
-    "`train_copy`'s keyword arguments for recipe-style `overrides`; one the copy task lacks, or a value `TrainConfig` refuses, is a ValueError."
+    # a setting the copy task lacks, or a value `TrainConfig` refuses, is a ValueError
+    "`train_copy`'s keyword arguments for recipe-style `overrides`."
     given = dict(_dotted(overrides))
     for key in given:
-        if key not in COPY_SETTINGS: raise ValueError(f"--set {key}: the copy task has no such setting; it takes {', '.join(COPY_SETTINGS)}")
-    cfg = TrainConfig.from_settings({**COPY_TRAIN, **overrides.get("train", {})}, "train")   # refused as a `Recipe` refuses them
-    if not (cfg.max_updates or cfg.max_minutes): raise ValueError("train.max_updates and train.max_minutes are both 0: the copy task needs a limit")
+        if key not in COPY_SETTINGS:
+            raise ValueError(f"--set {key}: the copy task has no such setting; it takes {', '.join(COPY_SETTINGS)}")
+    # refused as a `Recipe` refuses them
+    cfg = TrainConfig.from_settings({**COPY_TRAIN, **overrides.get("train", {})}, "train")
+    if not (cfg.max_updates or cfg.max_minutes):
+        raise ValueError("train.max_updates and train.max_minutes are both 0: the copy task needs a limit")
     return {COPY_SETTINGS[key]: value for key, value in given.items()}

@@ -32,7 +32,8 @@ def normalize_text(
 def read_lines(
     path: str | Path,  # a UTF-8 text file, plain or .gz; '-' reads standard input
 ) -> list[str]:
-    "The lines of a UTF-8 text file (plain or gzip, or '-' for stdin), without line endings; bad bytes raise an error naming file and line."
+    # bad bytes raise an error naming the file and the line
+    "The lines of a UTF-8 text file (plain or gzip, or '-' for stdin), without line endings."
     if str(path) == "-": data, path = sys.stdin.buffer.read(), "standard input"
     else:
         path = Path(path)
@@ -44,7 +45,8 @@ def read_lines(
         raise ValueError(f"{path}, line {line}: bytes that are not UTF-8: {data[e.start:e.end + 3]!r} "
                          f"(byte {e.start} of the file). Convert the file to UTF-8, e.g. with iconv.") from None
     lines = text.removeprefix("\ufeff").split("\n")
-    if lines[-1] == "": lines.pop()  # the newline at the end of the file ends the last line; it does not start a new one
+    # the newline at the end of the file ends the last line; it does not start a new one
+    if lines[-1] == "": lines.pop()
     return [l.removesuffix("\r") for l in lines]
 
 # %% ../nbs/05_data.ipynb #f0260153
@@ -75,7 +77,7 @@ def read_parallel(
 DATA_ENV = "ANNOTATED_TX_DATA"  # environment variable: the directory that contains multi30k/ (and wmt14/)
 
 def cache_dir() -> Path:
-    "The per-user cache directory: $XDG_CACHE_HOME/annotated_tx, %LOCALAPPDATA%\\annotated_tx on Windows, else ~/.cache/annotated_tx."
+    "Cache dir: $XDG_CACHE_HOME/annotated_tx, %LOCALAPPDATA%\\annotated_tx on Windows, else ~/.cache/annotated_tx."
     if os.environ.get("XDG_CACHE_HOME"): return Path(os.environ["XDG_CACHE_HOME"]) / "annotated_tx"
     if os.name == "nt" and os.environ.get("LOCALAPPDATA"): return Path(os.environ["LOCALAPPDATA"]) / "annotated_tx"
     return Path.home() / ".cache" / "annotated_tx"
@@ -101,7 +103,8 @@ def find_file(
 MULTI30K_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/{split}.{lang}.gz"
 MULTI30K_SPLITS = ("train", "val", "test_2016_flickr")
 MULTI30K_LANGS = ("de", "en")
-MULTI30K_SHA256 = {  # sha256 of the DECOMPRESSED files (multi30k/dataset, data/task1/raw, last changed in commit c9be912)
+# sha256 of the DECOMPRESSED files (multi30k/dataset, data/task1/raw, last changed in commit c9be912)
+MULTI30K_SHA256 = {
     "train.de": "2c2b73fd2b548fbcde3a875e0a78d6ee94d498bfdee6bd3eae3945779e9ddf72",
     "train.en": "460a15fbd157e34a7a9957ee388c1ca247fe47af3ef25fb50442af6c274e0fc6",
     "val.de": "660e09eb7e1da2f856ea13ee5ad3cf6d36b3d5b0b733c857e94c5747a3dfc660",
@@ -123,15 +126,19 @@ def download_multi30k(
     langs: tuple[str, ...] = MULTI30K_LANGS,  # which languages
 ) -> Path:
     "Download Multi30k files, decompress them, check each one's sha256, and write them to dest."
-    dest = Path(dest); dest.mkdir(parents=True, exist_ok=True)
-    bar = tqdm([(s, l) for s in splits for l in langs], desc="Multi30k", leave=False, disable=None)  # shown on a terminal only
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    # shown on a terminal only
+    bar = tqdm([(s, l) for s in splits for l in langs], desc="Multi30k", leave=False, disable=None)
     for split, lang in bar:
         name, address = f"{split}.{lang}", url.format(split=split, lang=lang)
         bar.set_postfix_str(name)
         try: data = _fetch(address)
         except OSError as e:                                   # no network, a wrong address, a server error
-            raise ConnectionError(f"cannot download Multi30k file {name} from {address}: {getattr(e, 'reason', None) or e}. "
-                                  f"Put the files into <dir>/multi30k/ and pass data_dir=<dir> or set {DATA_ENV}=<dir>") from None
+            raise ConnectionError(f"cannot download Multi30k file {name} from {address}: "
+                                  f"{getattr(e, 'reason', None) or e}. "
+                                  f"Put the files into <dir>/multi30k/ and pass data_dir=<dir> "
+                                  f"or set {DATA_ENV}=<dir>") from None
         if data[:2] == b"\x1f\x8b": data = gzip.decompress(data)
         got, want = hashlib.sha256(data).hexdigest(), MULTI30K_SHA256.get(name)
         if want is not None and got != want:
@@ -155,7 +162,8 @@ def multi30k_file(
     url: str = MULTI30K_URL,  # address template for downloads, with {split} and {lang}
 ) -> Path:
     "Path of one Multi30k file: `data_dir`, else $ANNOTATED_TX_DATA, else the cache (downloading if allowed)."
-    if split not in MULTI30K_SPLITS: raise ValueError(f"unknown Multi30k split {split!r}; choose from {MULTI30K_SPLITS}")
+    if split not in MULTI30K_SPLITS:
+        raise ValueError(f"unknown Multi30k split {split!r}; choose from {MULTI30K_SPLITS}")
     if lang not in MULTI30K_LANGS: raise ValueError(f"unknown Multi30k language {lang!r}; choose from {MULTI30K_LANGS}")
     name = f"{split}.{lang}"
     root, origin = data_root(data_dir)
@@ -168,7 +176,8 @@ def multi30k_file(
     looked = ", ".join(f"{d / name}[.gz]" for d in places)
     raise FileNotFoundError(
         f"Multi30k file {name} not found. Looked in {looked}, i.e. in {_where(root, origin)}. "
-        f"To get the data: put the files from {url.format(split=split, lang=lang)} (and the other splits and languages) "
+        f"To get the data: put the files from {url.format(split=split, lang=lang)} "
+        f"(and the other splits and languages) "
         f"into <dir>/multi30k/ and pass data_dir=<dir> or set {DATA_ENV}=<dir>; or leave both unset and allow "
         f"download=True to fetch them into {cache_dir() / 'multi30k'}.")
 
@@ -206,7 +215,8 @@ def ensure_multi30k(
     *,
     force: bool = False,  # download every file, even those already there
 ) -> dict[Path, bool]:
-    "Download the Multi30k splits that lack a file (all of them with `force`), then whether each expected file has its published sha256."
+    # then report whether each expected file has its published sha256
+    "Download the Multi30k splits that lack a file (all of them with `force`), then check every sha256."
     root, _ = data_root(data_dir)
     dest = root / "multi30k"
     missing = [s for s in MULTI30K_SPLITS if force or any(find_file(dest, f"{s}.{l}") is None for l in MULTI30K_LANGS)]
@@ -247,16 +257,19 @@ def load_wmt14(
 # %% ../nbs/05_data.ipynb #36515850
 @dataclass(frozen=True)
 class Corpus:
-    "A parallel corpus as the rest of the book sees it: how to find its files, its splits and languages, and the defaults of a run."
+    # how to find its files, its splits and languages, and the defaults of a run
+    "A parallel corpus as the rest of the book sees it: its files, splits, languages and run defaults."
     name: str  # the name recipes and the command line use
-    find: Callable[..., Path]  # find(split, lang, data_dir[, download]) -> the path of one file; FileNotFoundError says where it looked
+    # find(split, lang, data_dir[, download]) -> the path of one file; FileNotFoundError says where it looked
+    find: Callable[..., Path]
     splits: tuple[str, ...]  # every split it has
     langs: tuple[str, str]  # its two languages
     direction: tuple[str, str]  # default (source, target) languages
     val_split: str  # default split for validation and tuning
     test_split: str  # default split for the final score
     vocab_size: int  # default size of a shared BPE vocabulary learned on it
-    download: Callable[[Path], Path] | None = None  # download(dest) fetches every file into dest; None: prepared by hand
+    # download(dest) fetches every file into dest; None: prepared by hand
+    download: Callable[[Path], Path] | None = None
 
     def check(
         self,
@@ -266,9 +279,11 @@ class Corpus:
     ) -> None:
         "Refuse unknown splits and a language pair the corpus does not have, naming the choices (no file is touched)."
         for split in splits:
-            if split not in self.splits: raise ValueError(f"{self.name} has no split {split!r}; choose from {self.splits}")
+            if split not in self.splits:
+                raise ValueError(f"{self.name} has no split {split!r}; choose from {self.splits}")
         if src_lang == tgt_lang or {src_lang, tgt_lang} != set(self.langs):
-            raise ValueError(f"{self.name} pairs {self.langs[0]} and {self.langs[1]}: got src_lang={src_lang!r}, tgt_lang={tgt_lang!r}")
+            raise ValueError(f"{self.name} pairs {self.langs[0]} and {self.langs[1]}: "
+                             f"got src_lang={src_lang!r}, tgt_lang={tgt_lang!r}")
 
     def pair(
         self,
@@ -278,7 +293,8 @@ class Corpus:
         "(source, target): the default direction if neither is given, the other language for the one not given."
         if src_lang is None and tgt_lang is None: return self.direction
         for lang in (src_lang, tgt_lang):
-            if lang is not None and lang not in self.langs: raise ValueError(f"{self.name} has no language {lang!r}; choose from {self.langs}")
+            if lang is not None and lang not in self.langs:
+                raise ValueError(f"{self.name} has no language {lang!r}; choose from {self.langs}")
         other = lambda lang: self.langs[1 - self.langs.index(lang)]
         return (src_lang or other(tgt_lang), tgt_lang or other(src_lang))
 

@@ -25,7 +25,7 @@ __all__ = ['CONVENTIONS', 'SEARCHES', 'IncrementalDecoder', 'UncachedDecoder', '
 
 # %% ../nbs/10_decoding.ipynb #85ace6e8
 class IncrementalDecoder:
-    "The decoder of `model` run one position at a time on `k` rows (beams) per sentence: the encoder once, a cache for the past."
+    "The decoder of `model` run step by step on `k` rows (beams) per sentence: the encoder once, a cache for the past."
     def __init__(self,
                  model: Transformer,  # an encoder-decoder Transformer (in eval mode)
                  src: Tensor,  # `[B, S]` source ids, PAD-padded
@@ -46,13 +46,15 @@ class IncrementalDecoder:
         return self.log_probs(self.model.decode(y[:, len(self.cache):], self.memory, self.mask, self.cache)[:, -1])
 
     def reorder(self, rows: Tensor, sentences: Tensor | None = None):  # new row r continues old row rows[r]
-        "Reorder the rows (beam search) and drop those of finished sentences (`sentences`: which go on; a subclass may use it)."
+        # `sentences`: which sentences go on (a subclass may use it)
+        "Reorder the rows (beam search) and drop those of finished sentences."
         self.memory, self.mask = self.memory.index_select(0, rows), self.mask.index_select(0, rows)
         self.cache.reorder(rows)
 
     @staticmethod
     def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
-        "The k largest values of each row of `x` `[R, V]`, largest first, and their columns: `Tensor.topk` (a subclass may search faster)."
+        # a subclass may search faster
+        "The k largest values of each row of `x` `[R, V]`, largest first, and their columns: `Tensor.topk`."
         return x.topk(k, -1)
 
 
@@ -88,7 +90,8 @@ def max_output_lengths(
     return (max_len_a * n + max_len_b).floor().long().clamp(1, cap)
 
 # %% ../nbs/10_decoding.ipynb #aedb2f92
-SEARCHES: dict[str, Callable] = {}   # search name -> search(model, src, cfg) -> (tokens, scores); each search below enters itself
+# search name -> search(model, src, cfg) -> (tokens, scores); each search below enters itself
+SEARCHES: dict[str, Callable] = {}
 
 @dataclass(frozen=True)
 class DecodeConfig:
@@ -101,13 +104,16 @@ class DecodeConfig:
     max_len_b: int = 50  # (the paper: input length + 50)
     min_len: int = 0  # no EOS before this many tokens
     n_best: int | None = None  # None: the best hypothesis of each sentence; n (<= beam): its n best, best first
-    early_stop: bool = True  # stop a sentence once no open beam can beat its finished hypotheses ('hf': transformers' heuristic)
+    early_stop: bool = True  # stop once no open beam can beat the finished hypotheses ('hf': transformers' heuristic)
 
     def __post_init__(self):
-        if self.search not in SEARCHES: raise ValueError(f"search must be one of {tuple(SEARCHES)}, got {self.search!r}")
+        if self.search not in SEARCHES:
+            raise ValueError(f"search must be one of {tuple(SEARCHES)}, got {self.search!r}")
         if self.beam < 1: raise ValueError(f"beam size must be at least 1, got {self.beam}")
-        if self.alpha < 0: raise ValueError(f"length penalty alpha must be >= 0 (the early stop relies on it), got {self.alpha}")
-        if self.convention not in CONVENTIONS: raise ValueError(f"convention must be one of {CONVENTIONS}, got {self.convention!r}")
+        if self.alpha < 0:
+            raise ValueError(f"length penalty alpha must be >= 0 (the early stop relies on it), got {self.alpha}")
+        if self.convention not in CONVENTIONS:
+            raise ValueError(f"convention must be one of {CONVENTIONS}, got {self.convention!r}")
         if self.max_len_a < 0 or self.max_len_b < 0:
             raise ValueError(f"max_len_a and max_len_b must be >= 0, got {self.max_len_a} and {self.max_len_b}")
         if self.min_len < 0: raise ValueError(f"min_len must be >= 0, got {self.min_len}")
@@ -125,18 +131,19 @@ class DecodeConfig:
 
 # %% ../nbs/10_decoding.ipynb #8e6243a4
 def _check_src(src: Tensor, config: TransformerConfig) -> None:
-    if src.dim() != 2 or src.size(0) == 0: raise ValueError(f"src must be [B, S] token ids with B >= 1, got shape {tuple(src.shape)}")
+    if src.dim() != 2 or src.size(0) == 0:
+        raise ValueError(f"src must be [B, S] token ids with B >= 1, got shape {tuple(src.shape)}")
     if src.size(1) > config.max_len:
         raise ValueError(f"source of {src.size(1)} tokens is longer than the model's max_len={config.max_len}")
 
 def greedy_decode(
     model: Transformer,  # the model
     src: Tensor,  # `[B, S]` source ids (each ending in EOS), PAD-padded
-    cfg: DecodeConfig | None = None,  # reads `max_len_a`, `max_len_b`, `min_len` (default: `DecodeConfig(search="greedy")`)
+    cfg: DecodeConfig | None = None,  # reads `max_len_a`, `max_len_b`, `min_len` (default: greedy)
     *,
     decoder: type = IncrementalDecoder,  # the step machinery (the checks pass a subclass that recomputes)
 ) -> tuple[Tensor, Tensor]:
-    "Most probable token at each step; returns tokens `[B, T]` (EOS included, then PAD) and their summed log-probabilities `[B]`."
+    "Most probable token at each step: tokens `[B, T]` (EOS included, then PAD) and summed log-probabilities `[B]`."
     cfg, c = cfg or DecodeConfig(search="greedy"), model.config
     _check_src(src, c)
     B, dev = src.size(0), src.device
@@ -184,9 +191,10 @@ def beam_step(
     scores: Tensor,  # `[n, k]` log P of each open beam of n sentences (-inf: no such beam)
     log_probs: Tensor,  # `[n, k, V]` log-probabilities of each beam's next token
     keep: int,  # extensions kept per sentence: k (the book's search), 2k ('hf')
-    top_k: Callable = IncrementalDecoder.top_k,  # finds the k largest of each row (a decoder's own, which may be faster)
+    top_k: Callable = IncrementalDecoder.top_k,  # the k largest of each row (a decoder's own, which may be faster)
 ) -> tuple[Tensor, Tensor, Tensor]:
-    "The `keep` best one-token extensions of each sentence's beams, best first: their log P, the beam each extends and its token, each `[n, keep]`."
+    # each of the three is `[n, keep]`
+    "The `keep` best one-token extensions of each sentence's beams, best first: log P, the beam extended, the token."
     n, k, V = log_probs.shape
     top, idx = top_k((scores[..., None] + log_probs).view(n, k * V), keep)
     return top, idx // V, idx % V
@@ -226,7 +234,7 @@ def _sentences_done(
     return (worst >= best_open / lp[L]) | (best_open == -math.inf)                 # transformers' heuristic
 
 def _n_best(fin_tokens: Tensor, fin_scores: Tensor, n_best: int | None, pad_id: int) -> tuple[Tensor, Tensor]:
-    "The final cut: the best (`n_best` None) or the n best hypotheses of each sentence, without columns of padding only."
+    "The final cut: the best (`n_best` None) or n best hypotheses of each sentence, minus columns of padding only."
     fin_tokens, fin_scores = fin_tokens[:, :n_best or 1], fin_scores[:, :n_best or 1]
     fin_tokens = fin_tokens[..., :max(1, int((fin_tokens != pad_id).sum(-1).max()))]
     return (fin_tokens[:, 0], fin_scores[:, 0]) if n_best is None else (fin_tokens, fin_scores)
@@ -234,13 +242,14 @@ def _n_best(fin_tokens: Tensor, fin_scores: Tensor, n_best: int | None, pad_id: 
 def beam_search(
     model: Transformer,  # the model
     src: Tensor,  # `[B, S]` source ids (each ending in EOS), PAD-padded
-    cfg: DecodeConfig | None = None,  # beam, alpha, convention, limits, n_best, early_stop (default: `DecodeConfig()`, the paper's)
+    cfg: DecodeConfig | None = None,  # beam, alpha, convention, limits, n_best, early_stop (default: the paper's)
     *,
     decoder: type = IncrementalDecoder,  # the step machinery (the checks pass a subclass that recomputes)
-    step: Callable | None = None,  # one step's extensions: `beam_step` with the decoder's `top_k` (None), or a function of its signature
-    penalty: Callable | None = None,  # lp(lengths, alpha) in place of `length_penalty` under `cfg.convention` (the exercises plug one in)
+    step: Callable | None = None,  # one step's extensions: `beam_step` with the decoder's `top_k` (None), or alike
+    penalty: Callable | None = None,  # lp(lengths, alpha) in place of `length_penalty` (the exercises plug one in)
 ) -> tuple[Tensor, Tensor]:
-    "Best hypothesis of each sentence: tokens `[B, T]` (EOS included, then PAD) and scores log P / lp `[B]`; with `n_best`, `[B, n, T]` and `[B, n]`."
+    # with `n_best`: the n best, `[B, n, T]` and `[B, n]`
+    "Best hypothesis of each sentence: tokens `[B, T]` (EOS included, then PAD) and scores log P / lp `[B]`."
     cfg, c = cfg or DecodeConfig(), model.config
     _check_src(src, c)
     k, B, V, dev = cfg.beam, src.size(0), c.tgt_vocab_size, src.device
@@ -254,7 +263,8 @@ def beam_search(
     fin_scores = torch.full((B, m), -math.inf, device=dev)
     ids = torch.arange(B, device=dev)                                    # sentences still decoding
     beams = torch.arange(k, device=dev)
-    open_scores = torch.zeros(B, k, device=dev); open_scores[:, 1:] = -math.inf   # log P of each open beam
+    open_scores = torch.zeros(B, k, device=dev)                          # log P of each open beam
+    open_scores[:, 1:] = -math.inf
     y = torch.full((B * k, 1), c.bos_id, dtype=torch.long, device=dev)
     banned, row_max = torch.tensor([c.pad_id, c.bos_id], device=dev), out_limits
     with evaluating(model):
@@ -267,10 +277,11 @@ def beam_search(
             top, beam, tok = step(open_scores, logp.view(n, k, V), C)            # C best extensions per sentence
             rows = beam + torch.arange(n, device=dev)[:, None] * k                # the row (beam) each one extends
             ends = (tok == c.eos_id) | (L >= row_max)[:, None]
-            fin = torch.where(ends[:, :k], top[:, :k] / lp[L], -math.inf)       # finished now (only the k best may finish)
+            # finished now (only the k best may finish)
+            fin = torch.where(ends[:, :k], top[:, :k] / lp[L], -math.inf)
             _keep_finished(fin_tokens, fin_scores, ids, fin, y, rows, tok, c.pad_id)
             open_scores = top.masked_fill(ends, -math.inf)
-            if C > k:                                                       # 'hf': the k best that did not end stay open
+            if C > k:                                             # 'hf': the k best that did not end stay open
                 open_scores, j = open_scores.topk(k, 1)
                 rows, tok = rows.gather(1, j), tok.gather(1, j)
             rows = rows.reshape(-1)
@@ -294,7 +305,7 @@ def decode(
     src: Tensor,  # `[B, S]` source ids (each ending in EOS), PAD-padded
     cfg: DecodeConfig,  # the search (`cfg.search`, a key of `SEARCHES`) and its settings
     *,
-    decoder: type = IncrementalDecoder,  # the step machinery (a subclass computes the same steps otherwise, e.g. in int8)
+    decoder: type = IncrementalDecoder,  # the step machinery (a subclass computes the same otherwise, e.g. in int8)
 ) -> tuple[Tensor, Tensor]:
     "Decode `src` with the search `cfg` names: tokens (EOS included, then PAD) and scores, as that search returns them."
     return SEARCHES[cfg.search](model, src, cfg, decoder=decoder)
@@ -307,16 +318,16 @@ class Hypothesis:
     score: float  # what the search ranked it by: log P for greedy decoding, log P / lp(|Y|) for beam search
     log_prob: float  # log P(Y | X): the sum of its tokens' log-probabilities, whatever the search
     tokens: list[int]  # the output token ids, EOS included when it was produced
-    attention: Tensor | None = None  # `[layers, heads, T, S]`: row t is the step that produced token t, column s source token s
+    attention: Tensor | None = None  # `[layers, heads, T, S]`: row t is the step of token t, column s source token s
 
 class Translator:
     "A model and its tokenizer, loaded once; `translate` gives each line's n best hypotheses with their scores."
     def __init__(self,
                  model: Transformer,  # the model
-                 tokenizer,  # its `Tokenizer` (or anything with `encode`, `decode` and `vocab_size`, e.g. an adapter for another format)
+                 tokenizer,  # its `Tokenizer` (or anything with `encode`, `decode` and `vocab_size`, e.g. an adapter)
                  device: str | torch.device | None = None,  # where to run (default: where the model is)
                  *,
-                 decoder: type = IncrementalDecoder):  # the step machinery of every search (`IncrementalDecoder` or a subclass)
+                 decoder: type = IncrementalDecoder):  # the step machinery of every search (this or a subclass)
         c = self.config = model.config
         check_fits(tokenizer, c)
         self.model = (model if device is None else model.to(device)).eval()
@@ -334,7 +345,8 @@ class Translator:
         path = Path(path)
         if path.is_dir():
             found = [path / n for n in ("model_avg.safetensors", "model.safetensors") if (path / n).is_file()]
-            if not found: raise FileNotFoundError(f"no model_avg.safetensors or model.safetensors in the directory {path}")
+            if not found:
+                raise FileNotFoundError(f"no model_avg.safetensors or model.safetensors in the directory {path}")
             path = found[0]
         model = load_model(path, device)                                    # first: a missing model is named as such
         if isinstance(tokenizer, Tokenizer): return cls(model, tokenizer, decoder=decoder)
@@ -344,14 +356,17 @@ class Translator:
         except ValueError as e: raise ValueError(f"{tok_path} does not fit {path}: {e}") from None
 
     def encode(self, lines: Sequence[str], too_long: str = "truncate") -> dict[int, list[int]]:
-        "Source ids of each non-empty line (EOS appended), by line index; a line too long is truncated with a warning, or refused."
-        if too_long not in ("truncate", "error"): raise ValueError(f"too_long must be 'truncate' or 'error', got {too_long!r}")
+        # a line too long is truncated with a warning, or refused (`too_long`)
+        "Source ids of each non-empty line (EOS appended), by line index."
+        if too_long not in ("truncate", "error"):
+            raise ValueError(f"too_long must be 'truncate' or 'error', got {too_long!r}")
         c, srcs = self.config, {}
         for i, line in enumerate(lines):
             ids = self.tokenizer.encode(line) if line.strip() else []
             if not ids: continue                                            # empty in, empty out
             if len(ids) + 1 > c.max_len:
-                msg = f"line {i + 1}: {len(ids)} tokens, but the model takes at most {c.max_len - 1} (max_len={c.max_len}, one for EOS)"
+                msg = (f"line {i + 1}: {len(ids)} tokens, but the model takes at most {c.max_len - 1} "
+                       f"(max_len={c.max_len}, one for EOS)")
                 if too_long == "error": raise ValueError(msg)
                 say(f"warning: {msg}; truncated to its first {c.max_len - 1} tokens")
                 ids = ids[:c.max_len - 1]
@@ -363,12 +378,14 @@ class Translator:
         "Line indices in batches of at most `batch_tokens` source tokens (padding included), longest sentences first."
         batches, cur = [], []
         for i in sorted(srcs, key=lambda i: -len(srcs[i])):
-            if cur and (len(cur) + 1) * len(srcs[cur[0]]) > batch_tokens: batches.append(cur); cur = []
+            if cur and (len(cur) + 1) * len(srcs[cur[0]]) > batch_tokens:
+                batches.append(cur)
+                cur = []
             cur.append(i)
         return batches + [cur] if cur else batches
 
     def check(self, cfg: DecodeConfig, attention: bool) -> None:
-        "Refuse, before any work, a setting this translator cannot honour (the book's decoders honour every `DecodeConfig`)."
+        "Refuse, before any work, a setting this translator cannot honour (the book's decoders honour them all)."
 
     def search(self, src: Tensor, cfg: DecodeConfig) -> tuple[Tensor, Tensor]:
         "Tokens `[B, n, T]` and scores `[B, n]` of the n best hypotheses of each row of `src` `[B, S]`."
@@ -391,26 +408,28 @@ class Translator:
 
     def hypotheses(self, src: list[int], rows: list[list[int]], scores: list[float], cfg: DecodeConfig,
                    attention: bool) -> list[Hypothesis]:
-        "The hypotheses of one sentence from its output rows and their scores (fewer finished than asked: only the real ones)."
+        "Hypotheses of one sentence from its output rows and scores (fewer finished than asked: only the real ones)."
         c, outs = self.config, []
         for r, s in zip(rows, scores):
             o = cut_at_eos(r, c.eos_id, c.pad_id)
-            if c.eos_id in r: o.append(c.eos_id)                             # the hypothesis ended: EOS is one of its tokens
+            if c.eos_id in r: o.append(c.eos_id)                 # the hypothesis ended: EOS is one of its tokens
             if o: outs.append((o, s))
         maps = self.attention(src, [o for o, _ in outs]) if attention else [None] * len(outs)
-        lp = lambda n: length_penalty(n, cfg.alpha, cfg.convention) if cfg.search == "beam" else 1.0   # what the score divides by
-        return [Hypothesis(" ".join(self.tokenizer.decode(o).splitlines()), s, s * lp(len(o)), o, a) for (o, s), a in zip(outs, maps)]
+        # what the score divides by
+        lp = lambda n: length_penalty(n, cfg.alpha, cfg.convention) if cfg.search == "beam" else 1.0
+        return [Hypothesis(" ".join(self.tokenizer.decode(o).splitlines()), s, s * lp(len(o)), o, a)
+                for (o, s), a in zip(outs, maps)]
 
     def translate(self,
                   lines: Sequence[str],  # source sentences, one per line
-                  cfg: DecodeConfig | None = None,  # the search and its settings (default: `DecodeConfig()`, the paper's beam search)
+                  cfg: DecodeConfig | None = None,  # the search and its settings (default: the paper's beam search)
                   *,
                   batch_tokens: int = 4096,  # source tokens per batch, padding included
-                  too_long: str = "truncate",  # a line longer than the model's max_len: 'truncate' (with a warning) or 'error'
+                  too_long: str = "truncate",  # a line longer than max_len: 'truncate' (with a warning) or 'error'
                   attention: bool = False,  # also return each hypothesis's encoder-decoder attention
                   progress: bool = False,  # show a progress bar on stderr
                   ) -> list[list[Hypothesis]]:
-        "The `cfg.n_best` (default 1) hypotheses of each line, best first; an empty line gets one empty hypothesis (scores 0)."
+        "The `cfg.n_best` (default 1) hypotheses of each line, best first; an empty line gets one empty one (scores 0)."
         from tqdm.auto import tqdm
         cfg = cfg or DecodeConfig()
         self.check(cfg, attention)
@@ -422,7 +441,8 @@ class Translator:
             src = torch.full((len(idx), len(srcs[idx[0]])), c.pad_id, dtype=torch.long)
             for r, i in enumerate(idx): src[r, :len(srcs[i])] = torch.tensor(srcs[i])
             tokens, scores = self.search(src.to(self.device), cfg)
-            for i, rows, ss in zip(idx, tokens.tolist(), scores.tolist()): out[i] = self.hypotheses(srcs[i], rows, ss, cfg, attention)
+            for i, rows, ss in zip(idx, tokens.tolist(), scores.tolist()):
+                out[i] = self.hypotheses(srcs[i], rows, ss, cfg, attention)
             bar.update(len(idx))
         bar.close()
         return out
@@ -439,6 +459,7 @@ def translate(
     decoder: type = IncrementalDecoder,  # the step machinery (the engine's decoders compute the same faster)
 ) -> list[str]:
     "Translate each line; returns exactly one (detokenized) line per input line, in order."
-    hyps = Translator(model, tokenizer, decoder=decoder).translate(lines, replace(cfg or DecodeConfig(), n_best=None), batch_tokens=batch_tokens,
-                                                  too_long=too_long, progress=progress)
+    hyps = Translator(model, tokenizer, decoder=decoder).translate(lines, replace(cfg or DecodeConfig(), n_best=None),
+                                                                   batch_tokens=batch_tokens, too_long=too_long,
+                                                                   progress=progress)
     return [h[0].text for h in hyps]

@@ -38,18 +38,21 @@ def packs(x: Tensor, weight: Tensor) -> bool:
             and torch.backends.mkldnn.is_available() and not torch.is_autocast_enabled("cpu"))
 
 _KEPT = weakref.WeakKeyDictionary()   # model -> {store class: (the parameters' stamp when it was made, the store)}
-_STEPS = [0]                          # optimizer steps taken in this process: a fused optimizer writes without a version bump
+# optimizer steps taken in this process: a fused optimizer writes without a version bump
+_STEPS = [0]
 
 
 def _count_step(*_) -> None:
     _STEPS[0] += 1
 
 
-register_optimizer_step_post_hook(_count_step)   # every torch.optim optimizer, once per process, from the engine's import on
+# every torch.optim optimizer, once per process, from the engine's import on
+register_optimizer_step_post_hook(_count_step)
 
 
 def parameters_stamp(model: nn.Module) -> tuple | None:
-    "The optimizer steps so far, and each parameter's storage and in-place writes (None: not tracked, e.g. inference tensors)."
+    # None: not tracked, e.g. inference tensors
+    "The optimizer steps so far, and each parameter's storage and in-place writes."
     try:
         return _STEPS[0], [(p.data_ptr(), p._version) for p in model.parameters()]
     except RuntimeError:
@@ -57,10 +60,11 @@ def parameters_stamp(model: nn.Module) -> tuple | None:
 
 
 class PackedWeights(dict):
-    "A model's weights in oneDNN's blocked layout, by key, each packed at its first use; a subclass packs them otherwise."
+    "A model's weights in oneDNN's blocked layout, by key, each packed at its first use; subclasses pack otherwise."
     @classmethod
     def of(cls, model: nn.Module) -> "PackedWeights":
-        "`model`'s store of this kind, kept while its parameters stay the same tensors, unwritten, and no optimizer stepped."
+        # kept while its parameters stay the same tensors, unwritten, and no optimizer stepped
+        "`model`'s store of this kind."
         stamp, kept = parameters_stamp(model), _KEPT.setdefault(model, {})
         if stamp is None or cls not in kept or kept[cls][0] != stamp:
             kept[cls] = (stamp, cls())
@@ -104,11 +108,13 @@ def stacked_qkv(attn: MultiHeadAttention) -> tuple[Tensor, Tensor | None]:
 
 
 def computes_as(module: nn.Module, cls: type, *methods: str) -> bool:
-    "Whether `module` computes as `cls`: an instance whose `methods` are `cls`'s own (a subclass may only wrap it, as `torch.export` does)."
+    # a subclass may only wrap it, as `torch.export` does
+    "Whether `module` computes as `cls`: an instance whose `methods` are `cls`'s own."
     return isinstance(module, cls) and all(getattr(type(module), m) is getattr(cls, m) for m in methods)
 
 
-PLAIN_ATTENTION = ("forward", "kernel", "split", "merge", "project_q", "project_kv", "project_qkv")   # what the engine's steps redo
+# what the engine's steps redo
+PLAIN_ATTENTION = ("forward", "kernel", "split", "merge", "project_q", "project_kv", "project_qkv")
 
 
 def self_attention_step(
@@ -119,7 +125,8 @@ def self_attention_step(
     store: PackedWeights | None = None,  # packed weights (None: plain products)
     qkv: dict | None = None,  # layer -> `stacked_qkv(attn)`, filled at the first step (None: stacked at every call)
 ) -> Tensor:
-    "`attn(y, y, y, causal=True, cache=kv, layer=layer)`: Q, K, V in one product, eq. (1) written out; RoPE, ALiBi: the layer itself."
+    # RoPE, ALiBi: the layer itself
+    "`attn(y, y, y, causal=True, cache=kv, layer=layer)`: Q, K, V in one product, eq. (1) written out."
     if not computes_as(attn, MultiHeadAttention, *PLAIN_ATTENTION):
         return attn(y, y, y, causal=True, cache=kv, layer=layer)
     if qkv is None:
@@ -159,7 +166,8 @@ def feed_forward(ffn: PositionwiseFeedForward, x: Tensor, store: PackedWeights |
 
 
 def engine_runs(model: nn.Module) -> bool:
-    "Whether the engine's functions compute `model`: a `Transformer` of the book's own layers (self-attention may be a subclass)."
+    # self-attention may be a subclass
+    "Whether the engine's functions compute `model`: a `Transformer` of the book's own layers."
     ffn = lambda f: computes_as(f, PositionwiseFeedForward, "forward")
     return (isinstance(model, Transformer)
             and all(computes_as(l, EncoderLayer, "forward") and ffn(l.ffn) for l in model.encoder.layers)
@@ -168,7 +176,7 @@ def engine_runs(model: nn.Module) -> bool:
 
 
 def encode(model: Transformer, src: Tensor, mask: Tensor | None, store: PackedWeights | None = None) -> Tensor:
-    "`model.encode(src, mask)` through `linear`: Q, K, V in one product, the kernel `MultiHeadAttention.kernel` chooses."
+    "`model.encode(src, mask)` through `linear`: Q, K, V in one product, the kernel `MultiHeadAttention.kernel` picks."
     x = model.embed(src, model.src_emb, model.src_pos)
     for layer in model.encoder.layers:
         x = layer.sub1(x, lambda y: self_attention(layer.self_attn, y, mask, store))
@@ -176,7 +184,8 @@ def encode(model: Transformer, src: Tensor, mask: Tensor | None, store: PackedWe
     return model.encoder.norm(x)
 
 
-def self_attention(attn: MultiHeadAttention, y: Tensor, mask: Tensor | None, store: PackedWeights | None = None) -> Tensor:
+def self_attention(attn: MultiHeadAttention, y: Tensor, mask: Tensor | None,
+                   store: PackedWeights | None = None) -> Tensor:
     "`attn(y, y, y, mask)` of a whole sequence with Q, K, V in one product; RoPE, ALiBi: the layer itself."
     if not computes_as(attn, MultiHeadAttention, *PLAIN_ATTENTION):
         return attn(y, y, y, mask)
@@ -196,7 +205,8 @@ def decode_step(
     store: PackedWeights | None = None,  # packed weights (None: plain products)
     qkv: dict | None = None,  # layer -> stacked W^Q, W^K, W^V, filled at the first step (None: stacked at every call)
 ) -> Tensor:
-    "The final decoder states `[N, n, d_model]` of the new positions: `model.decode(new, None, mask, cache)` as the engine computes it."
+    # as the engine computes it
+    "The final decoder states `[N, n, d_model]` of the new positions: `model.decode(new, None, mask, cache)`."
     x = model.embed(new, model.tgt_emb, model.tgt_pos, kv.length())
     for i, layer in enumerate(model.decoder.layers):
         x = layer.sub1(x, lambda y: self_attention_step(layer.self_attn, y, kv, i, store, qkv))
@@ -206,7 +216,8 @@ def decode_step(
 
 
 def log_probs(model: Transformer, h: Tensor, store: PackedWeights | None = None) -> Tensor:
-    "Log-probabilities `[N, V]` of the next token, in float32 at least, from final states `[N, d_model]`: `model.logits` through `linear`."
+    # in float32 at least
+    "Log-probabilities `[N, V]` of the next token from final states `[N, d_model]`: `model.logits` through `linear`."
     w = model.output_embedding().weight if model.out_proj is None else model.out_proj.weight
     logits = linear(store, h, w, model.logits_bias, (id(model), "logits"))
     return F.log_softmax(logits.to(torch.promote_types(logits.dtype, torch.float32)), -1)
@@ -214,10 +225,11 @@ def log_probs(model: Transformer, h: Tensor, store: PackedWeights | None = None)
 
 # %% ../nbs/19_engine.ipynb #e0000012
 class BufferedKVCache(KVCache):
-    "`KVCache` in preallocated buffers `[rows, h, T, d]`, one per layer, written in place; `reorder` copies whole rows into spares."
+    # `reorder` copies whole rows into spares
+    "`KVCache` in preallocated buffers `[rows, h, T, d]`, one per layer, written in place."
     def __init__(self,
                  n_layers: int = 1,  # layers that share the cache (each reads and writes its own buffers)
-                 max_len: int | None = None):  # most positions it will hold; the buffers start at 16 and double up to this
+                 max_len: int | None = None):  # most positions it will hold (the buffers start at 16 and double)
         self.n_layers, self.max_len = n_layers, max_len
         self.k = self.v = self._spare = None   # lists of n_layers buffers each, once the first keys arrive
         self.lengths = [0] * n_layers
@@ -241,7 +253,7 @@ class BufferedKVCache(KVCache):
 
     def grow(self,
              need: int,  # positions the buffers must hold
-             k: Tensor | None = None,  # keys `[rows, h, n, d]` that set the buffers' shape, dtype and device (default: the buffers')
+             k: Tensor | None = None,  # keys `[rows, h, n, d]` that set the buffers' shape, dtype and device
              v: Tensor | None = None):  # values, likewise
         "Make room for `need` positions: double the room (at least 16, at most `max_len` unless `need` is more)."
         T = max(16, 2 * self.room())
@@ -278,7 +290,7 @@ class BufferedKVCache(KVCache):
 
 
 class SharedSourceCache(DecoderCache):
-    "`DecoderCache` whose encoder side has one row per sentence, shared by its k beams: reordering beams leaves it alone."
+    "`DecoderCache` whose encoder side has one row per sentence, shared by its k beams: reordering leaves it alone."
     def __init__(self, n_layers: int, max_len: int | None = None):
         self.kv, self.cross = BufferedKVCache(n_layers, max_len), None
 
@@ -297,7 +309,8 @@ def block_top_k(
     k: int,  # how many of each row
     block: int = 64,  # the values of a row are searched in blocks of this many
 ) -> tuple[Tensor, Tensor]:
-    "`x.topk(k, -1)`: the k largest values of each row, largest first, and their columns; on a CPU by way of each block's largest."
+    # on a CPU by way of each block's largest
+    "`x.topk(k, -1)`: the k largest values of each row, largest first, and their columns."
     R, V = x.shape
     n = V // block
     if x.device.type != "cpu" or V < 2048 or n <= k:
@@ -305,7 +318,8 @@ def block_top_k(
     blocks = x[:, :n * block].unflatten(1, (n, block))
     best = blocks.amax(-1).topk(k, -1).indices                       # [R, k] the blocks that hold the k largest values
     cand = blocks.gather(1, best[..., None].expand(R, k, block)).view(R, k * block)
-    if V > n * block:                                                # the columns after the last whole block: all candidates
+    # the columns after the last whole block: all candidates
+    if V > n * block:
         cand = torch.cat([cand, x[:, n * block:]], 1)
     top, j = cand.topk(k, -1)
     cols = best.gather(1, (j // block).clamp(max=k - 1)) * block + j % block
@@ -314,7 +328,8 @@ def block_top_k(
 
 # %% ../nbs/19_engine.ipynb #e0000019
 def source_mask(model: Transformer, src: Tensor) -> Tensor | None:
-    "`model.src_mask(src)`; on a CPU None when nothing is padded, so that the fused kernels skip masking (asking is free there)."
+    # asking is free there
+    "`model.src_mask(src)`; on a CPU None when nothing is padded, so that the fused kernels skip masking."
     mask = model.src_mask(src)
     return None if src.device.type == "cpu" and bool(mask.all()) else mask
 
@@ -326,9 +341,11 @@ def cross_kv(attn: MultiHeadAttention, memory: Tensor, store: PackedWeights | No
 
 
 class EngineDecoder(IncrementalDecoder):
-    "`IncrementalDecoder` as the engine runs it: packed weights, the encoder by groups, beams sharing their source and first step."
-    store: type | None = PackedWeights   # how the weights are packed (`PackedWeights.of`; float32 inference on a CPU); None: plain
-    groups: int = 4                      # on a CPU, the encoder runs on up to this many groups of like length (1: one batch)
+    "`IncrementalDecoder` as the engine runs it: packed weights, encoder by groups, beams share source and first step."
+    # how the weights are packed (`PackedWeights.of`; float32 inference on a CPU); None: plain
+    store: type | None = PackedWeights
+    # on a CPU, the encoder runs on up to this many groups of like length (1: one batch)
+    groups: int = 4
     top_k = staticmethod(block_top_k)
 
     def __init__(self,
@@ -340,19 +357,22 @@ class EngineDecoder(IncrementalDecoder):
             self.plain = IncrementalDecoder(model, src, k, max_steps)
             return
         self.model, self.k, self.plain = model, k, None
-        self.packed = None if self.store is None else self.store.of(model)   # the model's, kept while its weights are unchanged
+        # the model's, kept while its weights are unchanged
+        self.packed = None if self.store is None else self.store.of(model)
         self.shared = False                        # the cache holds one row per sentence for its k alike rows
         self.mask = source_mask(model, src)
         self.memory = self.encode(src)
         self.cache, self.qkv = SharedSourceCache(len(model.decoder.layers), max_steps), {}
 
     def encode(self, src: Tensor) -> Tensor:
-        "`model.encode(src, mask)` `[B, S, d_model]`, up to rounding; on a CPU by groups of like length (of 8 or more), so less padding is computed."
+        # on a CPU by groups of like length (of 8 or more), so less padding is computed
+        "`model.encode(src, mask)` `[B, S, d_model]`, up to rounding."
         B, n = src.size(0), min(self.groups, src.size(0) // 8)
         if src.device.type != "cpu" or self.mask is None or n < 2:
             return encode(self.model, src, self.mask, self.packed)
         lengths, memory = self.mask.view(B, -1).sum(1), None
-        for part in lengths.argsort(descending=True).chunk(n):         # the longest first: it sets the memory's dtype and width
+        # the longest first: it sets the memory's dtype and width
+        for part in lengths.argsort(descending=True).chunk(n):
             s = src[part, :int(lengths[part].max())]
             z = encode(self.model, s, source_mask(self.model, s), self.packed)
             if memory is None:                                        # padded positions, masked everywhere
@@ -385,7 +405,8 @@ class EngineDecoder(IncrementalDecoder):
         "Reorder the rows (beam search) and drop the finished sentences."
         if self.plain is not None:
             return self.plain.reorder(rows, sentences)
-        if self.shared:                                               # one row per sentence so far: row r is its row r // k
+        # one row per sentence so far: row r is its row r // k
+        if self.shared:
             rows, self.shared = rows // self.k, False
         self.cache.reorder(rows, sentences)
         if sentences is not None and self.mask is not None:
@@ -394,12 +415,14 @@ class EngineDecoder(IncrementalDecoder):
 
 # %% ../nbs/19_engine.ipynb #e0000027
 class Int8Weights(PackedWeights):
-    "A model's weights in int8 with a scale per row, for FBGEMM's kernels (PyTorch's dynamic quantization); each product quantizes its input as it goes."
+    # each product quantizes its input as it goes
+    "A model's weights in int8 with a scale per row, for FBGEMM's kernels (PyTorch's dynamic quantization)."
     def pack(self, weight: Tensor, bias: Tensor | None) -> object:
         "W quantized per row, symmetrically, as torch's `per_channel_dynamic_qconfig` does, and packed with b."
         from torch.ao.quantization.observer import PerChannelMinMaxObserver
         w = weight.detach().float()
-        with warnings.catch_warnings():             # torch's deprecation notices, once per matrix (the chapter quotes them)
+        # torch's deprecation notices, once per matrix (the chapter quotes them)
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))
             observer = PerChannelMinMaxObserver(dtype=torch.qint8, qscheme=torch.per_channel_symmetric)
             observer(w)
@@ -408,7 +431,8 @@ class Int8Weights(PackedWeights):
         return torch.ops.quantized.linear_prepack(q, None if bias is None else bias.detach().float())
 
     def multiply(self, x: Tensor, packed: object, bias: Tensor | None) -> Tensor:
-        "x·Wᵀ + b in int8 (b is packed with W), the input quantized on the fly in a reduced range, as torch's dynamic `Linear` does."
+        # as torch's dynamic `Linear` does
+        "x·Wᵀ + b in int8 (b is packed with W), the input quantized on the fly in a reduced range."
         return torch.ops.quantized.linear_dynamic(x, packed, True)
 
 class Int8Decoder(EngineDecoder):
@@ -417,7 +441,8 @@ class Int8Decoder(EngineDecoder):
 
 # %% ../nbs/19_engine.ipynb #e0000030
 class DecodingStep(nn.Module):
-    "One cached decoding step on plain tensors, as `EngineDecoder.step` computes it from the second position on: what is compiled."
+    # what is compiled
+    "One cached decoding step on plain tensors, as `EngineDecoder.step` computes it from the second position on."
     def __init__(self, model: Transformer):
         super().__init__()
         self.model = model
@@ -425,12 +450,12 @@ class DecodingStep(nn.Module):
     def forward(self,
                 new: Tensor,  # `[N, 1]` the new position's tokens (N = k·B rows)
                 mask: Tensor,  # `[B, 1, 1, S]` the sources' padding mask
-                position: Tensor,  # any `[t + 2]` tensor: the new position t, carried by a size so that it stays a symbol
-                k: list[Tensor],  # each layer's key buffer `[N, h, T, d_k]`, the first t positions filled (written in place)
+                position: Tensor,  # any `[t + 2]` tensor: the new position t, carried by a size (a symbol)
+                k: list[Tensor],  # each layer's key buffer `[N, h, T, d_k]`, t positions filled (written in place)
                 v: list[Tensor],  # each layer's value buffer `[N, h, T, d_v]`, likewise
                 cross_k: list[Tensor],  # each layer's encoder keys `[B, h, S, d_k]`
                 cross_v: list[Tensor],  # each layer's encoder values `[B, h, S, d_v]`
-                rows: Tensor | None = None,  # beams: `IndirectKVCache.rows` `[N, T]` (then the buffers may have more rows than N)
+                rows: Tensor | None = None,  # beams: `IndirectKVCache.rows` `[N, T]` (the buffers may have more rows)
                 ) -> Tensor:
         "Log-probabilities `[N, V]` of the next token."
         kv = BufferedKVCache(len(k)) if rows is None else IndirectKVCache(len(k))
@@ -443,9 +468,11 @@ _FILES = weakref.WeakKeyDictionary()   # model -> (its parameters' stamp when lo
 
 
 def remember_file(model: Transformer, path: str | Path) -> None:
-    "Note the file `model` was loaded from: its compiled steps are then named by a cheap fingerprint of the file, not of every weight."
+    # not of every weight
+    "Note the file `model` was loaded from: its compiled steps are then named by a cheap fingerprint of the file."
     st, h = os.stat(path), hashlib.sha256()
-    with open(path, "rb") as f:                     # the header (config, names, shapes) and the first and last MiB of weights
+    # the header (config, names, shapes) and the first and last MiB of weights
+    with open(path, "rb") as f:
         h.update(f.read(1 << 20))
         f.seek(max(0, st.st_size - (1 << 20)))
         h.update(f.read())
@@ -454,7 +481,8 @@ def remember_file(model: Transformer, path: str | Path) -> None:
 
 
 def step_key(model: Transformer, k: int) -> str:
-    "What a compiled step depends on, hashed: the weights (by their file where known), configuration, rows per sentence, threads, CPU, code."
+    # the weights by their file where known
+    "What a compiled step depends on, hashed: the weights, configuration, rows per sentence, threads, CPU, code."
     h = hashlib.sha256(repr((type(model).__name__, model.config, k, torch.get_num_threads(), torch.__version__,
                              torch.backends.cpu.get_cpu_capability())).encode())
     for f in sorted(Path(annotated_tx.__file__).parent.glob("*.py")):
@@ -470,14 +498,17 @@ def step_key(model: Transformer, k: int) -> str:
 
 
 def compile_step(model: Transformer, k: int, path: Path):
-    "Export `model`'s `DecodingStep` for `k` rows per sentence (beams: reading an `IndirectKVCache`), sizes dynamic; AOTInductor into `path`."
-    from torch.export import Dim                                   # imported when a step is compiled, not by every translation
+    # beams: reading an `IndirectKVCache`
+    "Export `model`'s `DecodingStep` for `k` rows per sentence, sizes dynamic; AOTInductor into `path`."
+    # imported when a step is compiled, not by every translation
+    from torch.export import Dim
     att, L = model.decoder.layers[0].self_attn, len(model.decoder.layers)
     B, S, T, t = 3, 7, 11, 4                                        # example sizes, no two alike
     buffers = lambda *shape: [torch.zeros(*shape) for _ in range(L)]   # one tensor a layer, none shared
     b, s, room = Dim("sentences", min=1), Dim("source", min=2), Dim("room", min=4)
     rows, pos = (b if k == 1 else k * b), Dim("position", min=3, max=model.config.max_len + 1)
-    n, buffer_rows = (k * B, rows) if k == 1 else (k * B + 2, Dim.AUTO)   # beams' buffers keep the rows of finished sentences
+    # beams' buffers keep the rows of finished sentences
+    n, buffer_rows = (k * B, rows) if k == 1 else (k * B + 2, Dim.AUTO)
     ex = (torch.zeros(k * B, 1, dtype=torch.long), torch.ones(B, 1, 1, S, dtype=torch.bool), torch.empty(t + 2),
           buffers(n, att.n_heads, T, att.d_k), buffers(n, att.n_heads, T, att.d_v),
           buffers(B, att.n_heads, S, att.d_k), buffers(B, att.n_heads, S, att.d_v))
@@ -492,7 +523,8 @@ def compile_step(model: Transformer, k: int, path: Path):
 
 
 # %% ../nbs/19_engine.ipynb #e0000032
-STEP_CACHE_MB = 1024                          # the bytes the compiled steps on disk may take, in MiB, unless the variable below says
+# the bytes the compiled steps on disk may take, in MiB, unless the variable below says
+STEP_CACHE_MB = 1024
 STEP_CACHE_ENV = "ANNOTATED_TX_STEP_CACHE_MB"  # environment variable: another bound, in MiB (0: keep no compiled step)
 
 
@@ -524,7 +556,8 @@ def prune_steps(
     folder: Path,  # the cache directory's `steps` folder
     limit: int | None = None,  # bytes the kept steps may take (default: `step_cache_bytes()`)
 ) -> list[Path]:
-    "Delete the least recently used compiled steps beyond `limit` bytes, and the parts an interrupted compile left; return what was deleted."
+    # return what was deleted
+    "Delete the least recently used compiled steps beyond `limit` bytes, and the parts an interrupted compile left."
     limit = step_cache_bytes() if limit is None else limit
     steps, gone = [], []
     for p in folder.glob("*.pt2"):
@@ -553,7 +586,8 @@ def cache_report(folder: Path | None = None) -> tuple[list[tuple[Path, int]], in
 
 
 def load_or_compile_step(model: Transformer, k: int, path: Path, compile: bool) -> Callable | bool | None:
-    "The compiled step in `path`, compiled first if asked and not there (saying so); None: not there; False: failed, having said why."
+    # compiled first if asked and not there (saying so)
+    "The compiled step in `path`; None: not there; False: failed, having said why."
     part = path.with_suffix(f".{os.getpid()}.pt2")
     try:
         if not path.is_file():
@@ -563,32 +597,37 @@ def load_or_compile_step(model: Transformer, k: int, path: Path, compile: bool) 
                 f"(once per model, search and thread count, kept for later runs; tens of seconds on a small CPU)")
             path.parent.mkdir(parents=True, exist_ok=True)
             compile_step(model, k, part)
-            os.replace(part, path)                                    # whole or not at all, for a process beside this one
+            # whole or not at all, for a process beside this one
+            os.replace(part, path)
             prune_steps(path.parent, max(step_cache_bytes(), path.stat().st_size))   # the new step stays
         else:
-            with contextlib.suppress(OSError):                        # used now: the last to be pruned (a read-only cache stays)
+            # used now: the last to be pruned (a read-only cache stays)
+            with contextlib.suppress(OSError):
                 os.utime(path)
         # AOTInductor's C++ loader, called with the inputs flattened in order: its Python wrapper imports the compiler
         loader = torch._C._aoti.AOTIModelPackageLoader(str(path), "model", False, 1, -1)
         return lambda *inputs: loader.boxed_run([t for x in inputs for t in (x if isinstance(x, list) else [x])])[0]
-    except Exception as e:                                            # no C++ compiler, an unreadable cache, a model variant, ...
+    # no C++ compiler, an unreadable cache, a model variant, ...
+    except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        say(f"warning: decoding steps run uncompiled: the compiled step could not be made or loaded ({type(e).__name__}: {first})")
+        say("warning: decoding steps run uncompiled: the compiled step could not be made or loaded "
+            f"({type(e).__name__}: {first})")
         return False
     finally:
         with contextlib.suppress(OSError):
             part.unlink(missing_ok=True)
 
 
-_COMPILED = weakref.WeakKeyDictionary()   # model -> (its parameters' stamp, {(k, threads): [its file, its loaded step]})
+# model -> (its parameters' stamp, {(k, threads): [its file, its loaded step]})
+_COMPILED = weakref.WeakKeyDictionary()
 
 
 def compiled_step(
     model: Transformer,  # the model whose step to compile (its weights are frozen into the compiled code)
     k: int,  # rows per sentence: 1 for greedy decoding, the beam size for beam search (one compiled step each)
-    compile: bool = True,  # compile the step if the cache directory does not have it yet (False: only load it from there)
+    compile: bool = True,  # compile the step if the cache directory does not have it yet (False: only load it)
 ) -> Callable | None:
-    "`model`'s `DecodingStep` compiled ahead of time, loaded from the cache directory or compiled into it; None where it is not."
+    "`model`'s `DecodingStep` compiled ahead of time, loaded from the cache directory or compiled into it; else None."
     stamp = parameters_stamp(model)
     if stamp is None:
         return None
@@ -600,7 +639,8 @@ def compiled_step(
         try:
             entry[0] = steps_dir() / f"{step_key(model, k)}.pt2"
         except Exception as e:                                        # no home directory, an unreadable file, ...
-            say(f"warning: decoding steps run uncompiled: no cache directory for compiled steps ({type(e).__name__}: {e})")
+            say("warning: decoding steps run uncompiled: no cache directory for compiled steps "
+                f"({type(e).__name__}: {e})")
             entry[0] = entry[1] = False
     if entry[1] is None and entry[0]:
         entry[1] = load_or_compile_step(model, k, entry[0], compile)
@@ -615,8 +655,10 @@ def has_compiled_steps(model: Transformer) -> bool:
 
 # %% ../nbs/19_engine.ipynb #e0000033
 class CompiledDecoder(EngineDecoder):
-    "`EngineDecoder` with its steps compiled ahead of time (`DecodingStep`, AOTInductor): on a CPU, in float32, from the second position."
-    compile_missing = True                 # compile a step the cache directory does not have yet (False: use only the kept ones)
+    # on a CPU, in float32, from the second position
+    "`EngineDecoder` with its steps compiled ahead of time (`DecodingStep`, AOTInductor)."
+    # compile a step the cache directory does not have yet (False: use only the kept ones)
+    compile_missing = True
 
     def __init__(self, model: Transformer, src: Tensor, k: int = 1, max_steps: int = 256):
         super().__init__(model, src, k, max_steps)
@@ -630,7 +672,8 @@ class CompiledDecoder(EngineDecoder):
             self.cache.kv = IndirectKVCache(len(model.decoder.layers), max_steps)
 
     def compiles(self, y: Tensor) -> bool:
-        "Whether this step runs compiled: a step found, after the first position, within the model's positions, beams by reference."
+        # a step found, after the first position, within the model's positions, beams by reference
+        "Whether this step runs compiled."
         return (self.compiled is not None and 1 <= len(self.cache) < self.model.config.max_len and not self.shared
                 and (self.k == 1 or self.cache.kv.rows is not None) and not torch.is_grad_enabled())
 
@@ -640,27 +683,32 @@ class CompiledDecoder(EngineDecoder):
         t, kv, (B, _, S, _) = len(self.cache), self.cache.kv, self.cache.cross[0][0].shape
         if kv.room() <= t + 1:                                        # room for the new position and one more
             kv.grow(t + 2)
-        if self.mask is None:                                         # one compiled step for padded and unpadded batches
+        # one compiled step for padded and unpadded batches
+        if self.mask is None:
             self.mask = torch.ones(B, 1, 1, S, dtype=torch.bool)
         cross_k, cross_v = (list(c) for c in zip(*self.cache.cross))
         rows = [] if self.k == 1 else [kv.rows]
         # the compiled code reads its inputs with the strides it was compiled for, those of contiguous tensors
         if not all(b.is_contiguous() for b in kv.k + kv.v + cross_k + cross_v + rows):
             return super().step(y)
-        logp = self.compiled(y[:, t:].contiguous(), self.mask.contiguous(), torch.empty(t + 2), kv.k, kv.v, cross_k, cross_v, *rows)
+        logp = self.compiled(y[:, t:].contiguous(), self.mask.contiguous(), torch.empty(t + 2), kv.k, kv.v,
+                             cross_k, cross_v, *rows)
         kv.lengths = [t + 1] * kv.n_layers
         return logp
 
 
 class KeptStepsDecoder(CompiledDecoder):
-    "`CompiledDecoder` that compiles nothing: the steps kept from an earlier compiling where there are some, the engine's steps elsewhere."
+    # the engine's steps elsewhere
+    "`CompiledDecoder` that compiles nothing: the steps kept from an earlier compiling where there are some."
     compile_missing = False
 
 
 # %% ../nbs/19_engine.ipynb #e0000035
 class IndirectKVCache(BufferedKVCache):
-    "`KVCache` whose `reorder` copies no keys: `rows[r, s]` is the buffers' row holding position s of row r, and `append` returns the keys read through it."
-    rows: Tensor | None = None   # `[N, room]`, made at the first reorder; at the positions not yet cached, each row's own index
+    # `append` returns the keys read through the table
+    "`KVCache` whose `reorder` copies no keys: `rows[r, s]` is the buffers' row holding position s of row r."
+    # `[N, room]`, made at the first reorder; at the positions not yet cached, each row's own index
+    rows: Tensor | None = None
 
     def table(self, n: int, past: Tensor | None = None) -> Tensor:
         "A table for `n` rows: `past`'s entries at the cached positions (if given), each row's own index at the others."
@@ -668,22 +716,27 @@ class IndirectKVCache(BufferedKVCache):
         return own.contiguous() if past is None else torch.cat([past[:, :t], own[:, t:]], 1)
 
     def read(self, buffer: Tensor, n: int) -> Tensor:
-        "The first `n` positions of every row from one of the buffers `[rows, h, T, d]`, each from the row the table names: `[N, h, n, d]`."
+        # each from the row the table names
+        "The first `n` positions of every row from one of the buffers `[rows, h, T, d]`: `[N, h, n, d]`."
         r = self.rows[:, None, :n]
         h, s = torch.arange(buffer.size(1), device=buffer.device)[:, None], torch.arange(n, device=buffer.device)
-        return buffer[r, h, s]                                      # row r's position s from the buffers' row rows[r, s]
+        # row r's position s from the buffers' row rows[r, s]
+        return buffer[r, h, s]
 
     def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         if self.rows is None: return super().append(layer, k, v)
         t, n, N = self.lengths[layer], k.size(2), k.size(0)
         if t + n > self.room(): self.grow(t + n, k, v)
         K, V = self.k[layer], self.v[layer]
-        K[:N, :, t:t + n], V[:N, :, t:t + n] = k, v                 # each row's new positions into its own row of the buffers
+        # each row's new positions into its own row of the buffers
+        K[:N, :, t:t + n], V[:N, :, t:t + n] = k, v
         self.lengths[layer] = t + n
         return self.read(K, t + n), self.read(V, t + n)
 
     def grow(self, need: int, k: Tensor | None = None, v: Tensor | None = None):
-        "`KVCache.grow`; where sentences have finished, the rows still decoding are first gathered through the table, so the finished ones are not copied on."
+        # where sentences have finished, the rows still decoding are first gathered through the table,
+        # so the finished ones are not copied on
+        "`KVCache.grow`, copying on only the rows still decoding."
         if self.rows is not None and self.rows.size(0) < self.k[0].size(0):
             t = self.length()
             self.k, self.v, self._spare = [self.read(K, t) for K in self.k], [self.read(V, t) for V in self.v], None
@@ -692,8 +745,12 @@ class IndirectKVCache(BufferedKVCache):
         if self.rows is not None: self.rows = self.table(self.rows.size(0), self.rows)
 
     def reorder(self, rows: Tensor):
-        "Reorder the table's rows; the buffers are copied only where there are more rows than they hold (a beam search's first reorder)."
+        # a beam search's first reorder
+        "Reorder the table's rows; the buffers are copied only where there are more rows than they hold."
         if self.k is None: return
-        if rows.numel() > self.k[0].size(0): super().reorder(rows); self.rows = self.table(rows.numel()); return
+        if rows.numel() > self.k[0].size(0):
+            super().reorder(rows)
+            self.rows = self.table(rows.numel())
+            return
         past = self.table(self.k[0].size(0)) if self.rows is None else self.rows
         self.rows = self.table(rows.numel(), past.index_select(0, rows))

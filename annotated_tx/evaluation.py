@@ -28,7 +28,8 @@ class Score:
     detail: str = ""  # precisions, brevity penalty, lengths
 
     def __float__(self) -> float: return float(self.score)
-    def __str__(self) -> str: return f"{self.name} = {self.score:.2f}  [{self.signature}]" + (f"  {self.detail}" if self.detail else "")
+    def __str__(self) -> str:
+        return f"{self.name} = {self.score:.2f}  [{self.signature}]" + (f"  {self.detail}" if self.detail else "")
 
 # %% ../nbs/12_evaluation.ipynb #54fd28c4
 def check_counts(
@@ -36,17 +37,20 @@ def check_counts(
     refs: Sequence[str] | Sequence[Sequence[str]],  # one reference per sentence, or several such lists
 ) -> tuple[list[str], list[list[str]]]:
     "Normalised hypotheses and reference streams, after checking that every stream has one line per hypothesis."
-    if isinstance(hyps, str) or isinstance(refs, str): raise TypeError("hyps and refs must be lists of sentences, not one string")
+    if isinstance(hyps, str) or isinstance(refs, str):
+        raise TypeError("hyps and refs must be lists of sentences, not one string")
     if not len(hyps): raise ValueError("nothing to score: 0 hypotheses")
     streams = [refs] if len(refs) and isinstance(refs[0], str) else list(refs)
     if not streams: raise ValueError("no references")
     for k, stream in enumerate(streams):
         if len(stream) != len(hyps):
-            raise ValueError(f"{len(hyps)} hypotheses but {len(stream)} references" + (f" in reference stream {k}" if len(streams) > 1 else "")
+            raise ValueError(f"{len(hyps)} hypotheses but {len(stream)} references"
+                             + (f" in reference stream {k}" if len(streams) > 1 else "")
                              + ": every hypothesis needs exactly one reference per stream, in the same order")
     for what, xs in [("hypothesis", hyps)] + [("reference", s) for s in streams]:
         bad = next((i for i, x in enumerate(xs) if not isinstance(x, str)), None)
-        if bad is not None: raise TypeError(f"{what} {bad} is a {type(xs[bad]).__name__}, not text (decode token ids first)")
+        if bad is not None:
+            raise TypeError(f"{what} {bad} is a {type(xs[bad]).__name__}, not text (decode token ids first)")
     return [normalize_text(h) for h in hyps], [[normalize_text(r) for r in s] for s in streams]
 
 # %% ../nbs/12_evaluation.ipynb #a116a040
@@ -97,13 +101,14 @@ def tokenized_bleu(
     lang: str = "de",  # target language, for the Moses rules
     compound_split: bool | None = None,  # ##AT## splitting of hyphenated compounds; default: only for German
 ) -> Score:
-    "Paper-style BLEU: Moses-like tokenization, (for German) compound splitting, multi-bleu.perl arithmetic. Not sacreBLEU."
+    "Paper-style BLEU: Moses-like tokenization, compound splitting (German), multi-bleu.perl arithmetic. Not sacreBLEU."
     hyps, streams = check_counts(hyps, refs)
     split = lang == "de" if compound_split is None else compound_split
     prep = (lambda s: split_compounds(moses_tokenize(s, lang))) if split else (lambda s: moses_tokenize(s, lang))
     metric = BLEU(tokenize="none", smooth_method="none", force=True)
     s = metric.corpus_score([prep(h) for h in hyps], [[prep(r) for r in st] for st in streams])
-    sig = f"tok:moses-like-{lang}|compound-split:{'atat' if split else 'no'}|case:mixed|smooth:none|multi-bleu|nrefs:{len(streams)}"
+    sig = (f"tok:moses-like-{lang}|compound-split:{'atat' if split else 'no'}"
+           f"|case:mixed|smooth:none|multi-bleu|nrefs:{len(streams)}")
     return Score("tokenized BLEU (paper-style; not comparable with sacreBLEU)", s.score, sig, str(s).split(" ", 3)[3])
 
 # %% ../nbs/12_evaluation.ipynb #6c6c6a0d
@@ -113,4 +118,5 @@ def score_corpus(
     lang: str = "de",  # target language (for tokenized BLEU)
 ) -> dict[str, Score]:
     "sacreBLEU BLEU and chrF, and the paper-style tokenized BLEU, for one test set."
-    return {"bleu": corpus_bleu(hyps, refs), "chrf": corpus_chrf(hyps, refs), "tokenized_bleu": tokenized_bleu(hyps, refs, lang)}
+    return {"bleu": corpus_bleu(hyps, refs), "chrf": corpus_chrf(hyps, refs),
+            "tokenized_bleu": tokenized_bleu(hyps, refs, lang)}

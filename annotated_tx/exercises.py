@@ -79,18 +79,20 @@ def same(
     atol: float = 1e-6,  # absolute tolerance (floating point)
     what: str = "",  # which result, when a function returns several ('the weights')
 ) -> None:
-    "Raise `Mismatch` naming the first element where `got` differs from `expected`: type, shape, dtype, then values (NaN = NaN)."
+    "Raise `Mismatch` at the first element where `got` differs from `expected`: type, shape, dtype, values (NaN = NaN)."
     label = f"{what} " if what else ""
     if isinstance(expected, Tensor):
         if not isinstance(got, Tensor):
-            raise Mismatch(case, f"{label}a tensor of shape {tuple(expected.shape)}", f"{type(got).__name__} {_fmt(got)[:60]}")
+            raise Mismatch(case, f"{label}a tensor of shape {tuple(expected.shape)}",
+                           f"{type(got).__name__} {_fmt(got)[:60]}")
         if tuple(got.shape) != tuple(expected.shape):
             raise Mismatch(case, f"{label}shape {tuple(expected.shape)}", f"shape {tuple(got.shape)}")
         if expected.dtype == torch.bool and got.dtype != torch.bool:
             raise Mismatch(case, f"{label}a boolean tensor", f"dtype {got.dtype}")
         if expected.is_floating_point():
             if not got.is_floating_point(): raise Mismatch(case, f"{label}floating-point values", f"dtype {got.dtype}")
-            bad = ~torch.isclose(got.detach().to(expected.device, expected.dtype), expected.detach(), rtol, atol, equal_nan=True)
+            bad = ~torch.isclose(got.detach().to(expected.device, expected.dtype), expected.detach(), rtol, atol,
+                                 equal_nan=True)
         else:
             bad = got.to(expected.device) != expected
         if bad.any():
@@ -101,7 +103,8 @@ def same(
         return
     if isinstance(expected, float):
         try: g = float(got)
-        except (TypeError, ValueError): raise Mismatch(case, f"{label}the number {_fmt(expected)}", type(got).__name__) from None
+        except (TypeError, ValueError):
+            raise Mismatch(case, f"{label}the number {_fmt(expected)}", type(got).__name__) from None
         if not (math.isclose(g, expected, rel_tol=rtol, abs_tol=atol) or (math.isnan(g) and math.isnan(expected))):
             raise Mismatch(case, f"{label}{_fmt(expected)}", _fmt(g))
         return
@@ -110,29 +113,35 @@ def same(
 def _results(case: str, got, n: int) -> tuple:
     "The reader's result as a tuple of n results, or a `Mismatch` saying what came back instead."
     if not isinstance(got, (tuple, list)) or len(got) != n:
-        raise Mismatch(case, f"a tuple of {n} results", type(got).__name__ + (f" of {len(got)}" if isinstance(got, (tuple, list)) else ""))
+        raise Mismatch(case, f"a tuple of {n} results",
+                       type(got).__name__ + (f" of {len(got)}" if isinstance(got, (tuple, list)) else ""))
     return tuple(got)
 
 # %% ../nbs/22_exercises.ipynb #70725b9c
-def _book_split(x: Tensor, n_heads: int) -> Tensor: return MultiHeadAttention.split(SimpleNamespace(n_heads=n_heads), x, x.size(-1) // n_heads)
+def _book_split(x: Tensor, n_heads: int) -> Tensor:
+    return MultiHeadAttention.split(SimpleNamespace(n_heads=n_heads), x, x.size(-1) // n_heads)
 def _book_merge(x: Tensor) -> Tensor: return MultiHeadAttention.merge(None, x)
 
 def _book_ffn(x: Tensor, w_1: Tensor, b_1: Tensor, w_2: Tensor, b_2: Tensor) -> Tensor:
     "`PositionwiseFeedForward.forward`, with the weights given as the paper's matrices."
-    me = SimpleNamespace(w_1=lambda y: F.linear(y, w_1.T, b_1), w_2=lambda y: F.linear(y, w_2.T, b_2), dropout=nn.Identity(), activation="relu")
+    me = SimpleNamespace(w_1=lambda y: F.linear(y, w_1.T, b_1), w_2=lambda y: F.linear(y, w_2.T, b_2),
+                         dropout=nn.Identity(), activation="relu")
     return PositionwiseFeedForward.forward(me, x)
 
-def _book_encoder_layer(x: Tensor, mask: Tensor | None, self_attn: Callable, ffn: Callable, norm_1: Callable, norm_2: Callable,
-                        norm_first: bool = False) -> Tensor:
+def _book_encoder_layer(x: Tensor, mask: Tensor | None, self_attn: Callable, ffn: Callable, norm_1: Callable,
+                        norm_2: Callable, norm_first: bool = False) -> Tensor:
     "`EncoderLayer.forward` with its two `Residual` sublayers, around the given attention, FFN and norms."
-    sub = lambda norm: lambda y, f: Residual.forward(SimpleNamespace(norm=norm, dropout=nn.Identity(), norm_first=norm_first), y, f)
-    me = SimpleNamespace(sub1=sub(norm_1), sub2=sub(norm_2), ffn=ffn, self_attn=lambda q, k, v, m, *rest: self_attn(q, k, v, m))
+    sub = lambda norm: lambda y, f: Residual.forward(SimpleNamespace(norm=norm, dropout=nn.Identity(),
+                                                                     norm_first=norm_first), y, f)
+    me = SimpleNamespace(sub1=sub(norm_1), sub2=sub(norm_2), ffn=ffn,
+                         self_attn=lambda q, k, v, m, *rest: self_attn(q, k, v, m))
     return EncoderLayer.forward(me, x, mask)
 
 def _book_bleu(hyps: list[list[str]], refs: list[list[str]]) -> float:
-    "multi-bleu.perl's arithmetic as the evaluation chapter computes it: sacreBLEU on space-separated tokens, no smoothing."
+    "multi-bleu.perl's arithmetic as the evaluation chapter has it: sacreBLEU on space-separated tokens, no smoothing."
     from sacrebleu.metrics import BLEU
-    return BLEU(tokenize="none", smooth_method="none", force=True).corpus_score([" ".join(h) for h in hyps], [[" ".join(r) for r in refs]]).score
+    return BLEU(tokenize="none", smooth_method="none", force=True).corpus_score([" ".join(h) for h in hyps],
+                                                                                [[" ".join(r) for r in refs]]).score
 
 def _up_to(max_new_tokens: int, **kw) -> DecodeConfig:
     "Decoding settings of the exercises: at most `max_new_tokens` output tokens, whatever the source's length."
@@ -147,20 +156,23 @@ def book_parts() -> SimpleNamespace:
         sinusoidal_encoding=sinusoidal_encoding,
         layer_norm=lambda x, gamma, beta, eps=1e-5: F.layer_norm(x, x.shape[-1:], gamma, beta, eps),
         feed_forward=_book_ffn, encoder_layer=_book_encoder_layer,
-        label_smoothed_loss=lambda logits, target, epsilon=0.1, pad_id=0: label_smoothed_loss(logits, target, epsilon, pad_id)[0],
+        label_smoothed_loss=lambda logits, target, epsilon=0.1, pad_id=0: label_smoothed_loss(logits, target, epsilon,
+                                                                                              pad_id)[0],
         rate=lambda step, d_model=512, warmup=4000: rate(step, d_model, warmup),
-        greedy_decode=lambda model, src, max_new_tokens: greedy_decode(model, src, _up_to(max_new_tokens), decoder=UncachedDecoder)[0],
+        greedy_decode=lambda model, src, max_new_tokens: greedy_decode(model, src, _up_to(max_new_tokens),
+                                                                       decoder=UncachedDecoder)[0],
         length_penalty=lambda length, alpha=0.6: length_penalty(length, alpha),
         beam_step=beam_step, corpus_bleu=_book_bleu)
 
 # %% ../nbs/22_exercises.ipynb #30b13990
 class PluggedAttention(MultiHeadAttention):
-    "`MultiHeadAttention` that splits, merges, masks and attends with `self.parts` (the book's `attend` around them), over whole sequences (no cache)."
+    "`MultiHeadAttention` that splits, merges, masks and attends with `self.parts`, over whole sequences (no cache)."
     def split(self, x: Tensor, d: int) -> Tensor: return self.parts.split_heads(x, self.n_heads)
     def merge(self, x: Tensor) -> Tensor: return self.parts.merge_heads(x)
 
-    def kernel(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, bias: Tensor | None = None) -> Tensor:
-        "Eq. (1) by `self.parts.attention`, the causal mask by `self.parts.subsequent_mask` (square: whole sequences only)."
+    def kernel(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool,
+               bias: Tensor | None = None) -> Tensor:
+        "Eq. (1) by `self.parts.attention`, the causal mask by `self.parts.subsequent_mask` (square: whole sequences)."
         if causal and q.size(-2) != k.size(-2):
             raise ValueError("PluggedAttention attends over whole sequences: as many queries as keys, no cache")
         if causal:                                    # the reader's square mask: the queries are all the positions
@@ -175,29 +187,33 @@ class PluggedLayerNorm(nn.LayerNorm):
     def forward(self, x: Tensor) -> Tensor: return self.parts.layer_norm(x, self.weight, self.bias, self.eps)
 
 class PluggedFeedForward(PositionwiseFeedForward):
-    "Eq. (2) computed by `self.parts.feed_forward` with the module's weights as the paper's matrices (no inner dropout)."
+    "Eq. (2) by `self.parts.feed_forward` with the module's weights as the paper's matrices (no inner dropout)."
     def forward(self, x: Tensor) -> Tensor:
         return self.parts.feed_forward(x, self.w_1.weight.T, self.w_1.bias, self.w_2.weight.T, self.w_2.bias)
 
 class PluggedEncoderLayer(EncoderLayer):
-    "The paper's encoder layer computed by `self.parts.encoder_layer`; each sublayer's residual dropout goes with the sublayer."
+    "The paper's encoder layer by `self.parts.encoder_layer`; each sublayer's residual dropout goes with the sublayer."
     def forward(self, x: Tensor, mask: Tensor | None, causal: bool = False, cache=None, layer: int = 0) -> Tensor:
-        if causal or cache is not None or self.sub1.norm_first: raise ValueError("PluggedEncoderLayer is the paper's post-norm encoder layer only")
+        if causal or cache is not None or self.sub1.norm_first:
+            raise ValueError("PluggedEncoderLayer is the paper's post-norm encoder layer only")
         attn = lambda q, k, v, m: self.sub1.dropout(self.self_attn(q, k, v, m))
-        return self.parts.encoder_layer(x, mask, attn, lambda y: self.sub2.dropout(self.ffn(y)), self.sub1.norm, self.sub2.norm)
+        return self.parts.encoder_layer(x, mask, attn, lambda y: self.sub2.dropout(self.ffn(y)), self.sub1.norm,
+                                        self.sub2.norm)
 
 class PluggedTransformer(Transformer):
     "A `Transformer` whose source padding mask is `self.parts.padding_mask`'s."
     def src_mask(self, src: Tensor) -> Tensor: return self.parts.padding_mask(src, self.config.pad_id).to(src.device)
 
-PLUGS = {MultiHeadAttention: PluggedAttention, nn.LayerNorm: PluggedLayerNorm, PositionwiseFeedForward: PluggedFeedForward,
-         EncoderLayer: PluggedEncoderLayer, Transformer: PluggedTransformer}
+PLUGS = {MultiHeadAttention: PluggedAttention, nn.LayerNorm: PluggedLayerNorm,
+         PositionwiseFeedForward: PluggedFeedForward, EncoderLayer: PluggedEncoderLayer,
+         Transformer: PluggedTransformer}
 
 def plug(
     model: nn.Module,  # the book's model, or one of its modules
     parts: SimpleNamespace,  # the functions to compute with: `book_parts()`, some replaced by the reader's
 ) -> nn.Module:
-    "Make `model` compute with `parts`, in place: each module of a kind in `PLUGS` becomes its subclass there, weights kept; positions get `parts`' table."
+    # a `PositionalEncoding` gets its table from `parts.sinusoidal_encoding`
+    "Make `model` compute with `parts`, in place: each module of a `PLUGS` kind becomes its subclass, weights kept."
     for m in model.modules():
         if type(m) in PLUGS: m.__class__, m.parts = PLUGS[type(m)], parts
         if type(m) is PositionalEncoding:
@@ -239,7 +255,7 @@ import torch.nn.functional as F
 from torch import Tensor'''
 
 class ReaderError(ValueError):
-    "The reader's file cannot be used at all (missing, or it does not import): a one-line message; bad input, as any `ValueError`."
+    "The reader's file is unusable (missing, or does not import): a one-line message; bad input, as any `ValueError`."
 
 _CELLS: dict[str, list[tuple[int, int]]] = {}   # a notebook's path -> (cell, line in the cell) of each line of its code
 
@@ -249,33 +265,40 @@ def reader_location(
 ) -> str:
     "'exercises.py, line 42', or for a notebook 'exercises.ipynb, cell 7, line 3', relative to the working directory."
     cells = _CELLS.get(str(Path(filename).resolve()))
-    if cells and 0 < line <= len(cells): return f"{_show_path(filename)}, cell {cells[line - 1][0]}, line {cells[line - 1][1]}"
+    if cells and 0 < line <= len(cells):
+        return f"{_show_path(filename)}, cell {cells[line - 1][0]}, line {cells[line - 1][1]}"
     return f"{_show_path(filename)}, line {line}"
 
 def notebook_source(path: Path) -> str:
-    "The code cells of a notebook joined into one module, each line's (cell, line) remembered for `reader_location`; cells are numbered from 1."
+    "A notebook's code cells as one module, each line's (cell, line) kept for `reader_location` (cells from 1)."
     try: cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    except (ValueError, KeyError, TypeError) as e: raise ReaderError(f"{_show_path(str(path))} is not a notebook: {e}") from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise ReaderError(f"{_show_path(str(path))} is not a notebook: {e}") from None
     lines, at = [], []
     for i, c in enumerate(cells, 1):
         if c.get("cell_type") != "code": continue
         src = "".join(c.get("source", [])) if isinstance(c.get("source"), list) else c.get("source", "")
-        cell_lines = [l for l in src.splitlines() if not l.lstrip().startswith(("%", "!"))] or ["pass"]   # IPython magics are not Python
-        lines += cell_lines + [""]; at += [(i, j) for j in range(1, len(cell_lines) + 1)] + [(i, len(cell_lines) + 1)]
+        # IPython magics are not Python
+        cell_lines = [l for l in src.splitlines() if not l.lstrip().startswith(("%", "!"))] or ["pass"]
+        lines += cell_lines + [""]
+        at += [(i, j) for j in range(1, len(cell_lines) + 1)] + [(i, len(cell_lines) + 1)]
     _CELLS[str(path)] = at
     return "\n".join(lines) + "\n"
 
 def load_exercises(path: str | Path) -> ModuleType:
-    "Import the reader's file (exercises.py, or the code cells of exercises.ipynb) as a module of its own; `ReaderError` if it does not import."
+    "Import the reader's exercises.py, or exercises.ipynb's code cells, as a module; `ReaderError` if that fails."
     path = Path(path).resolve()
     if not path.is_file(): raise ReaderError(f"no file {path}")
     text = notebook_source(path) if path.suffix == ".ipynb" else path.read_text(encoding="utf-8", errors="replace")
-    linecache.cache[str(path)] = (len(text), None, text.splitlines(True), str(path))   # so that tracebacks and `inspect` see the code run
+    # so that tracebacks and `inspect` see the code run
+    linecache.cache[str(path)] = (len(text), None, text.splitlines(True), str(path))
     name = "annotated_tx_reader_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
-    module = ModuleType(name); module.__file__ = str(path)
+    module = ModuleType(name)
+    module.__file__ = str(path)
     try: exec(compile(text, str(path), "exec"), module.__dict__)
     except SyntaxError as e:
-        raise ReaderError(f"{reader_location(str(path), e.lineno or 0)}: SyntaxError: {e.msg}: {(e.text or '').strip()}") from None
+        raise ReaderError(f"{reader_location(str(path), e.lineno or 0)}: SyntaxError: "
+                          f"{e.msg}: {(e.text or '').strip()}") from None
     except Exception as e:
         frames = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename) == path]
         at = reader_location(str(path), frames[-1].lineno) if frames else _show_path(str(path))
@@ -291,7 +314,7 @@ class Result:
     expected: str = ""  # (FAILED) what the book computes
     got: str = ""  # (FAILED) what the reader's code gave
     hint: str = ""  # (FAILED, error) what to look at
-    trace: list[str] = field(default_factory=list)  # (error) the reader's frames, two lines each: 'file, line N, in f', the line
+    trace: list[str] = field(default_factory=list)  # (error) the reader's frames, as 'file, line N, in f' and the line
     seconds: float = 0.0  # time taken
 
 def _their_frames(tb, files: set[str]) -> list[traceback.FrameSummary]:
@@ -302,15 +325,17 @@ def grade(
     reader,  # the reader's module (or anything with the functions as attributes)
     passed: set[str] = frozenset(),  # names of the exercises that passed in this run (for `needs`)
 ) -> Result:
-    "Grade one exercise: the book's parts with the exercise's functions replaced by the reader's, through the exercise's cases."
+    "Grade one exercise: the book's parts with the exercise's functions replaced by the reader's, through its cases."
     start = time.perf_counter()
     missing = [f for f in ex.functions if not callable(getattr(reader, f, None))]
     if missing:
         where = _show_path(reader.__file__) if isinstance(getattr(reader, "__file__", None), str) else "the module"
-        return Result(ex, "FAILED", f"no function {', '.join(missing)} in {where}", "the functions of the stub", "they are missing", ex.hint)
+        return Result(ex, "FAILED", f"no function {', '.join(missing)} in {where}", "the functions of the stub",
+                      "they are missing", ex.hint)
     if not_yet := [n for n in ex.needs if n not in passed]:
         return Result(ex, "skipped", f"needs {_ranges([list(EXERCISES).index(n) + 1 for n in not_yet])} to pass first")
-    files = {getattr(getattr(reader, f), "__code__", None) and getattr(reader, f).__code__.co_filename for f in ex.functions} - {None}
+    files = {getattr(getattr(reader, f), "__code__", None) and getattr(reader, f).__code__.co_filename
+             for f in ex.functions} - {None}
     try:
         detail = ex.grade(with_parts(reader, ex.functions))
     except Mismatch as m:
@@ -324,10 +349,12 @@ def grade(
             return Result(ex, "FAILED", f"{last.name} is not written yet", f"{' and '.join(ex.functions)} written",
                           f"{last.name} still raises NotImplementedError", ex.hint, seconds=time.perf_counter() - start)
         message = f"{type(e).__name__}: {e}".strip().splitlines()[0][:300]
-        if not frames:                                     # raised in the book's code, on what the reader's code returned
-            return Result(ex, "FAILED", "the book's code could not use your result", "a result it can use", message, ex.hint,
-                          seconds=time.perf_counter() - start)
-        trace = [line for f in frames for line in (f"{reader_location(f.filename, f.lineno)}, in {f.name}", f"    {(f.line or '').strip()}")]
+        # raised in the book's code, on what the reader's code returned
+        if not frames:
+            return Result(ex, "FAILED", "the book's code could not use your result", "a result it can use", message,
+                          ex.hint, seconds=time.perf_counter() - start)
+        trace = [line for f in frames for line in (f"{reader_location(f.filename, f.lineno)}, in {f.name}",
+                                                   f"    {(f.line or '').strip()}")]
         return Result(ex, "error", message, hint=ex.hint, trace=trace, seconds=time.perf_counter() - start)
     return Result(ex, "passed", detail or "", seconds=time.perf_counter() - start)
 
@@ -338,7 +365,9 @@ def _is_stub(fn) -> bool:
     except (OSError, TypeError, SyntaxError): return False
     body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.FunctionDef) else None
     if not body: return False
-    if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str): body = body[1:]
+    if (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)):
+        body = body[1:]
     return len(body) == 1 and isinstance(body[0], ast.Raise) and "NotImplementedError" in ast.unparse(body[0])
 
 def _ranges(numbers: list[int]) -> str:
@@ -367,10 +396,12 @@ def _attention_case(case: str, parts, q: Tensor, k: Tensor, v: Tensor, mask: Ten
     "The reader's eq. (1) against the book's; a query with no key to attend to may give NaN or 0, and nothing else."
     want_out, want_w = attention(q, k, v, mask)
     got_out, got_w = _results(case, parts.attention(q, k, v, mask), 2)
-    same(case, got_out, want_out, what="output"); same(case, got_w, want_w, what="weights")   # shapes and the defined rows
+    # shapes and the defined rows
+    same(case, got_out, want_out, what="output")
+    same(case, got_w, want_w, what="weights")
 
 def _attention_case_dead(case: str, parts, q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> None:
-    "`_attention_case` where some queries may attend to no key: NaN, 0 or an even average accepted in their rows, every other row exact."
+    "`_attention_case` where some queries may attend to no key: NaN, 0 or the even average accepted in their rows."
     want_out, want_w = attention(q, k, v, mask)
     got_out, got_w = _results(case, parts.attention(q, k, v, mask), 2)
     dead = ~torch.broadcast_to(mask, want_w.shape).any(-1)
@@ -380,28 +411,31 @@ def _attention_case_dead(case: str, parts, q: Tensor, k: Tensor, v: Tensor, mask
         same(case, got[~dead], want[~dead], what=f"{what} of the queries that see a key")
         rows, ok = got[dead].detach().to(want.dtype), even[dead]
         if not (rows.isnan().all(-1) | (rows == 0).all(-1) | torch.isclose(rows, ok, 1e-5, 1e-6).all(-1)).all():
-            raise Mismatch(case, f"NaN, 0 or the even average in the {what} of a query that may attend to no key", f"{rows[0].tolist()[:4]}")
+            raise Mismatch(case, f"NaN, 0 or the even average in the {what} of a query that may attend to no key",
+                           f"{rows[0].tolist()[:4]}")
 
 def _mha(d_model: int = 16, n_heads: int = 4, seed: int = 0) -> MultiHeadAttention:
     torch.manual_seed(seed)
     return MultiHeadAttention(d_model, n_heads).double().eval()
 
 def _plugged_mha_cases(parts, what: str) -> None:
-    "Self-attention with padding, causal self-attention and cross-attention: the book's layer plugged with `parts` = the book's."
+    "Self-attention with padding, causal self-attention, cross-attention: the layer plugged with `parts` = the book's."
     book, mine = _mha(), plug(_mha(), parts)
     x, mem = _rand(3, 6, 16, seed=1), _rand(3, 6, 16, seed=2)
     pad = padding_mask(TOKENS, 0)
     with torch.no_grad():
-        same(f"{what} inside MultiHeadAttention: encoder self-attention with padding", mine(x, x, x, pad), book(x, x, x, pad))
-        same(f"{what} inside MultiHeadAttention: causal self-attention", mine(x, x, x, causal=True), book(x, x, x, causal=True))
+        same(f"{what} inside MultiHeadAttention: encoder self-attention with padding", mine(x, x, x, pad),
+             book(x, x, x, pad))
+        same(f"{what} inside MultiHeadAttention: causal self-attention", mine(x, x, x, causal=True),
+             book(x, x, x, causal=True))
         same(f"{what} inside MultiHeadAttention: 4 queries attending to a padded memory",
              mine(x[:, :4], mem, mem, pad), book(x[:, :4], mem, mem, pad))
 
 @exercise("attention", "Scaled dot-product attention", ("attention",), "01_attention.html#scaled-dot-product-attention",
-    quote="We compute the dot products of the query with all keys, divide each by √d_k, and apply a softmax function to obtain "
-          "the weights on the values.",
-    hint="scores Q K^T over the last two dimensions, divided by sqrt(d_k) (d_k = q.size(-1)); masked scores set to -inf before "
-         "the softmax, which runs over the keys; return (weights @ v, weights)",
+    quote="We compute the dot products of the query with all keys, divide each by √d_k, and apply a softmax function "
+          "to obtain the weights on the values.",
+    hint="scores Q K^T over the last two dimensions, divided by sqrt(d_k) (d_k = q.size(-1)); masked scores set to "
+         "-inf before the softmax, which runs over the keys; return (weights @ v, weights)",
     stub='''
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Eq. (1), softmax(Q K^T / sqrt(d_k)) V, and its weights softmax(Q K^T / sqrt(d_k)).
@@ -416,16 +450,19 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None) -> tu
     raise NotImplementedError
 ''')
 def grade_attention(parts) -> str:
-    q, k, v = torch.tensor([[1., 0.], [0., 1.], [1., 1.]]), torch.tensor([[1., 0.], [0., 2.], [1., 1.]]), torch.tensor([[1., 0.], [0., 1.], [.5, .5]])
-    _attention_case("the worked example of chapter 1 (the cat sat), Q, K, V [3, 2]", parts, q.double(), k.double(), v.double())
+    q, k, v = (torch.tensor([[1., 0.], [0., 1.], [1., 1.]]), torch.tensor([[1., 0.], [0., 2.], [1., 1.]]),
+               torch.tensor([[1., 0.], [0., 1.], [.5, .5]]))
+    _attention_case("the worked example of chapter 1 (the cat sat), Q, K, V [3, 2]", parts, q.double(), k.double(),
+                    v.double())
     q, k, v = _rand(3, 2, 6, 8, seed=1), _rand(3, 2, 6, 8, seed=2), _rand(3, 2, 6, 8, seed=3)
     _attention_case("random q, k, v [3, 2, 6, 8] (batch, heads, length, d_k), no mask", parts, q, k, v)
     _attention_case("a padding mask [3, 1, 1, 6]", parts, q, k, v, padding_mask(TOKENS, 0))
     _attention_case("the causal mask [6, 6]", parts, q, k, v, subsequent_mask(6))
     _attention_case("one query and one key, [3, 2, 1, 8]", parts, q[:, :, :1], k[:, :, :1], v[:, :, :1])
-    _attention_case("2 queries, 6 keys, d_v = 3 (q [3, 2, 2, 8], v [3, 2, 6, 3]) and padding", parts, q[:, :, :2], k, v[..., :3],
-                    padding_mask(TOKENS, 0))
-    dead = subsequent_mask(6).clone(); dead[2] = False
+    _attention_case("2 queries, 6 keys, d_v = 3 (q [3, 2, 2, 8], v [3, 2, 6, 3]) and padding", parts, q[:, :, :2], k,
+                    v[..., :3], padding_mask(TOKENS, 0))
+    dead = subsequent_mask(6).clone()
+    dead[2] = False
     _attention_case_dead("the causal mask with row 2 all False (query 2 sees no key)", parts, q, k, v, dead)
     _plugged_mha_cases(parts, "attention")
     return "7 cases, and inside MultiHeadAttention (3 uses)"
@@ -434,37 +471,45 @@ def grade_attention(parts) -> str:
 def _small_model(seed: int = 0, **overrides) -> Transformer:
     "A small float64 model (12 tokens, d_model 16, 2 + 2 layers) in eval mode: the exercises' test bench."
     torch.manual_seed(seed)
-    c = dict(src_vocab_size=12, tgt_vocab_size=12, d_model=16, n_heads=2, d_ff=32, n_enc_layers=2, n_dec_layers=2, dropout=0.0, max_len=40)
+    c = dict(src_vocab_size=12, tgt_vocab_size=12, d_model=16, n_heads=2, d_ff=32, n_enc_layers=2, n_dec_layers=2,
+             dropout=0.0, max_len=40)
     model = Transformer(TransformerConfig(**{**c, **overrides})).double().eval()
     _random_norms(model)
     return model
 
 def _random_norms(model: nn.Module) -> None:
-    "γ and β of every LayerNorm drawn at random (not 1 and 0), so that a norm that ignores them, or the wrong norm, shows."
+    "γ and β of every LayerNorm drawn at random (not 1 and 0): a norm that ignores them, or the wrong norm, shows."
     g = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for m in model.modules():
             if isinstance(m, nn.LayerNorm):
-                m.weight.copy_(1 + 0.3 * torch.randn(m.weight.shape, generator=g)); m.bias.copy_(0.3 * torch.randn(m.bias.shape, generator=g))
+                m.weight.copy_(1 + 0.3 * torch.randn(m.weight.shape, generator=g))
+                m.bias.copy_(0.3 * torch.randn(m.bias.shape, generator=g))
 
-SRC = torch.tensor([[5, 6, 7, 3, 0, 0], [8, 4, 4, 9, 10, 3], [11, 3, 0, 0, 0, 0], [4, 5, 6, 7, 3, 0]])   # padded sources, EOS = 3
-TGT = torch.tensor([[2, 5, 6, 7, 0], [2, 8, 4, 4, 9], [2, 11, 0, 0, 0], [2, 4, 5, 6, 7]])                  # decoder inputs, BOS = 2
+# padded sources, EOS = 3, and their decoder inputs, BOS = 2
+SRC = torch.tensor([[5, 6, 7, 3, 0, 0], [8, 4, 4, 9, 10, 3], [11, 3, 0, 0, 0, 0], [4, 5, 6, 7, 3, 0]])
+TGT = torch.tensor([[2, 5, 6, 7, 0], [2, 8, 4, 4, 9], [2, 11, 0, 0, 0], [2, 4, 5, 6, 7]])
 
-def _plugged_model_case(parts, what: str, rtol: float = 1e-5, atol: float = 1e-6, train: bool = False, **overrides) -> None:
+def _plugged_model_case(parts, what: str, rtol: float = 1e-5, atol: float = 1e-6, train: bool = False,
+                        **overrides) -> None:
     "The book's small model plugged with `parts` computes the book's logits on a padded batch."
     book, mine = _small_model(**overrides), plug(_small_model(**overrides), parts)
-    book.train(train); mine.train(train)
+    book.train(train)
+    mine.train(train)
     with torch.no_grad():
-        torch.manual_seed(1); want = book(SRC, TGT)
-        torch.manual_seed(1); got = mine(SRC, TGT)
+        torch.manual_seed(1)
+        want = book(SRC, TGT)
+        torch.manual_seed(1)
+        got = mine(SRC, TGT)
     same(f"{what} in the book's model: logits of a padded batch [4, 5, 12]", got, want, rtol, atol)
 
-@exercise("masks", "Padding and causal masks", ("padding_mask", "subsequent_mask"), "01_attention.html#scaled-dot-product-attention",
-    quote="We implement this inside of scaled dot-product attention by masking out (setting to -∞) all values in the input of "
-          "the softmax which correspond to illegal connections.",
-    hint="both masks are boolean and True where attending is allowed: a real token (not pad_id) for the padding mask, shaped "
-         "[B, 1, 1, L] to broadcast over heads and queries; key position j <= query position i for the subsequent mask, "
-         "the diagonal included (a position sees itself)",
+@exercise("masks", "Padding and causal masks", ("padding_mask", "subsequent_mask"),
+    "01_attention.html#scaled-dot-product-attention",
+    quote="We implement this inside of scaled dot-product attention by masking out (setting to -∞) all values in the "
+          "input of the softmax which correspond to illegal connections.",
+    hint="both masks are boolean and True where attending is allowed: a real token (not pad_id) for the padding mask, "
+         "shaped [B, 1, 1, L] to broadcast over heads and queries; key position j <= query position i for the "
+         "subsequent mask, the diagonal included (a position sees itself)",
     stub='''
 def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
     """Boolean mask `[B, 1, 1, L]` of token ids `[B, L]`: True at real tokens, False at pad_id.
@@ -475,14 +520,16 @@ def padding_mask(tokens: Tensor, pad_id: int) -> Tensor:
 
 
 def subsequent_mask(n: int) -> Tensor:
-    """Boolean mask `[n, n]` of the decoder's self-attention: True where query position i may attend to key position j, j <= i."""
+    """Boolean mask `[n, n]` of the decoder's self-attention: True where query i may attend to key j, j <= i."""
     raise NotImplementedError
 ''')
 def grade_masks(parts) -> str:
-    same("padding_mask of 3 sentences of 3, 6 and 1 tokens, pad_id=0", parts.padding_mask(TOKENS, 0), padding_mask(TOKENS, 0))
+    same("padding_mask of 3 sentences of 3, 6 and 1 tokens, pad_id=0", parts.padding_mask(TOKENS, 0),
+         padding_mask(TOKENS, 0))
     ones = torch.tensor([[0, 5, 1, 1], [7, 0, 0, 1]])
     same("padding_mask with pad_id=1, where 0 is a real token", parts.padding_mask(ones, 1), padding_mask(ones, 1))
-    same("padding_mask of one sentence of one token, [[7]]", parts.padding_mask(torch.tensor([[7]]), 0), padding_mask(torch.tensor([[7]]), 0))
+    same("padding_mask of one sentence of one token, [[7]]", parts.padding_mask(torch.tensor([[7]]), 0),
+         padding_mask(torch.tensor([[7]]), 0))
     for n in (1, 4, 7): same(f"subsequent_mask({n})", parts.subsequent_mask(n), subsequent_mask(n))
     _plugged_model_case(parts, "the masks")
     return "6 cases, and as the masks of the book's model"
@@ -491,9 +538,9 @@ def grade_masks(parts) -> str:
 @exercise("heads", "Multi-head attention: splitting and merging heads", ("split_heads", "merge_heads"),
     "01_attention.html#multi-head-attention-322",
     quote="MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O where head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)",
-    hint="head i is the i-th slice of d features of every position: cut the last dimension into h slices, then move the head "
-         "dimension in front of the length; a reshape straight to [B, h, L, d] has the right shape and the wrong numbers. "
-         "merge_heads is the inverse (a view needs a contiguous tensor; reshape does not)",
+    hint="head i is the i-th slice of d features of every position: cut the last dimension into h slices, then move "
+         "the head dimension in front of the length; a reshape straight to [B, h, L, d] has the right shape and the "
+         "wrong numbers. merge_heads is the inverse (a view needs a contiguous tensor; reshape does not)",
     stub='''
 def split_heads(x: Tensor, n_heads: int) -> Tensor:
     """`[B, L, h*d]` -> `[B, h, L, d]`, h = n_heads: head i is the i-th slice of d features of every position."""
@@ -501,7 +548,7 @@ def split_heads(x: Tensor, n_heads: int) -> Tensor:
 
 
 def merge_heads(x: Tensor) -> Tensor:
-    """`[B, h, L, d]` -> `[B, L, h*d]`: the heads side by side (Concat(head_1, ..., head_h)), the inverse of split_heads."""
+    """`[B, h, L, d]` -> `[B, L, h*d]`: the heads side by side (Concat(head_1, ..., head_h)); undoes split_heads."""
     raise NotImplementedError
 ''')
 def grade_heads(parts) -> str:
@@ -515,10 +562,11 @@ def grade_heads(parts) -> str:
     return "5 cases, and inside MultiHeadAttention (3 uses)"
 
 # %% ../nbs/22_exercises.ipynb #77f7d580
-@exercise("positions", "Sinusoidal positional encoding", ("sinusoidal_encoding",), "02_layers.html#positional-encoding-35",
+@exercise("positions", "Sinusoidal positional encoding", ("sinusoidal_encoding",),
+    "02_layers.html#positional-encoding-35",
     quote="PE(pos, 2i) = sin(pos / 10000^(2i/d_model)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d_model))",
-    hint="columns 2i and 2i+1 share the frequency 1 / 10000^(2i/d_model): sine in the even column, cosine in the odd one; "
-         "pos runs over 0 … max_len-1",
+    hint="columns 2i and 2i+1 share the frequency 1 / 10000^(2i/d_model): sine in the even column, cosine in the odd "
+         "one; pos runs over 0 … max_len-1",
     stub='''
 def sinusoidal_encoding(max_len: int, d_model: int) -> Tensor:
     """The float table `[max_len, d_model]` of §3.5 (d_model even), for positions 0 ... max_len-1:
@@ -529,14 +577,16 @@ def sinusoidal_encoding(max_len: int, d_model: int) -> Tensor:
 ''')
 def grade_positions(parts) -> str:
     for n, d, atol in ((50, 16, 1e-5), (1, 2, 1e-6), (1024, 512, 1e-3)):
-        same(f"sinusoidal_encoding({n}, {d})", parts.sinusoidal_encoding(n, d), sinusoidal_encoding(n, d), rtol=1e-4, atol=atol)
+        same(f"sinusoidal_encoding({n}, {d})", parts.sinusoidal_encoding(n, d), sinusoidal_encoding(n, d), rtol=1e-4,
+             atol=atol)
     _plugged_model_case(parts, "the positional encoding", rtol=1e-4, atol=1e-4)
     return "3 cases, and as the book's model's positions"
 
 # %% ../nbs/22_exercises.ipynb #f1fa4073
-@exercise("layer_norm", "Layer normalization", ("layer_norm",), "02_layers.html#layer-normalization-and-residual-connections-31",
-    quote="That is, the output of each sub-layer is LayerNorm(x + Sublayer(x)), where Sublayer(x) is the function implemented by "
-          "the sub-layer itself.",
+@exercise("layer_norm", "Layer normalization", ("layer_norm",),
+    "02_layers.html#layer-normalization-and-residual-connections-31",
+    quote="That is, the output of each sub-layer is LayerNorm(x + Sublayer(x)), where Sublayer(x) is the function "
+          "implemented by the sub-layer itself.",
     hint="mean and variance over the last dimension only (keepdim=True), the variance biased (divided by d, not d-1); "
          "eps goes under the square root; then * gamma + beta",
     stub='''
@@ -561,9 +611,12 @@ def grade_layer_norm(parts) -> str:
     return "5 cases, and as every LayerNorm of the book's model"
 
 # %% ../nbs/22_exercises.ipynb #ec812cd6
-@exercise("feed_forward", "The position-wise feed-forward network", ("feed_forward",), "02_layers.html#position-wise-feed-forward-networks-33",
-    quote="This consists of two linear transformations with a ReLU activation in between. FFN(x) = max(0, x W_1 + b_1) W_2 + b_2",
-    hint="x @ w_1 + b_1, then the ReLU (max with 0, element by element), then @ w_2 + b_2; nothing after the second product",
+@exercise("feed_forward", "The position-wise feed-forward network", ("feed_forward",),
+    "02_layers.html#position-wise-feed-forward-networks-33",
+    quote="This consists of two linear transformations with a ReLU activation in between. "
+          "FFN(x) = max(0, x W_1 + b_1) W_2 + b_2",
+    hint="x @ w_1 + b_1, then the ReLU (max with 0, element by element), then @ w_2 + b_2; "
+         "nothing after the second product",
     stub='''
 def feed_forward(x: Tensor, w_1: Tensor, b_1: Tensor, w_2: Tensor, b_2: Tensor) -> Tensor:
     """Eq. (2), FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, at every position alike; the same shape as x `[..., d_model]`.
@@ -573,7 +626,8 @@ def feed_forward(x: Tensor, w_1: Tensor, b_1: Tensor, w_2: Tensor, b_2: Tensor) 
     raise NotImplementedError
 ''')
 def grade_feed_forward(parts) -> str:
-    x, w_1, b_1, w_2, b_2 = _rand(2, 5, 8, seed=1), _rand(8, 32, seed=2), _rand(32, seed=3), _rand(32, 8, seed=4), _rand(8, seed=5)
+    x, w_1, b_1, w_2, b_2 = (_rand(2, 5, 8, seed=1), _rand(8, 32, seed=2), _rand(32, seed=3), _rand(32, 8, seed=4),
+                             _rand(8, seed=5))
     for case, xs in (("feed_forward(x [2, 5, 8]), d_ff = 32", x), ("one position, x [1, 1, 8]", x[:1, :1]),
                      ("no batch dimension, x [5, 8]", x[0])):
         same(case, parts.feed_forward(xs, w_1, b_1, w_2, b_2), _book_ffn(xs, w_1, b_1, w_2, b_2))
@@ -582,14 +636,14 @@ def grade_feed_forward(parts) -> str:
 
 # %% ../nbs/22_exercises.ipynb #e970cd5d
 @exercise("encoder_layer", "An encoder layer (post-norm)", ("encoder_layer",), "03_model.html#encoder",
-    quote="We employ a residual connection around each of the two sub-layers, followed by layer normalization. That is, the "
-          "output of each sub-layer is LayerNorm(x + Sublayer(x)).",
-    hint="two sub-layers in turn, each as x = norm(x + sublayer(x)): first self-attention (query, key and value are all x, "
-         "with the mask), then the feed-forward network; post-norm: the norm comes after the residual sum",
+    quote="We employ a residual connection around each of the two sub-layers, followed by layer normalization. That "
+          "is, the output of each sub-layer is LayerNorm(x + Sublayer(x)).",
+    hint="two sub-layers in turn, each as x = norm(x + sublayer(x)): first self-attention (query, key and value are "
+         "all x, with the mask), then the feed-forward network; post-norm: the norm comes after the residual sum",
     stub='''
 def encoder_layer(x: Tensor, mask: Tensor | None, self_attn, ffn, norm_1, norm_2) -> Tensor:
-    """One encoder layer of the paper (post-norm): self-attention, then the feed-forward network, each sub-layer wrapped as
-    LayerNorm(x + Sublayer(x)). Returns `[B, S, d_model]`.
+    """One encoder layer of the paper (post-norm): self-attention, then the feed-forward network, each sub-layer
+    wrapped as LayerNorm(x + Sublayer(x)). Returns `[B, S, d_model]`.
 
     x `[B, S, d_model]`; mask: the source padding mask `[B, 1, 1, S]`, or None.
     self_attn(query, key, value, mask) -> `[B, S, d_model]`: multi-head attention (its residual dropout included);
@@ -608,22 +662,26 @@ def grade_encoder_layer(parts) -> str:
     with torch.no_grad():
         for case, m in (("a padded batch, x [3, 6, 16]", mask), ("no mask (None)", None)):
             same(case, parts.encoder_layer(x, m, attn, layer.ffn, layer.sub1.norm, layer.sub2.norm), layer(x, m))
-        mine = plug(copy.deepcopy(layer), parts).train(); layer.train()
-        torch.manual_seed(5); want = layer(x, mask)
-        torch.manual_seed(5); got = mine(x, mask)
+        mine = plug(copy.deepcopy(layer), parts).train()
+        layer.train()
+        torch.manual_seed(5)
+        want = layer(x, mask)
+        torch.manual_seed(5)
+        got = mine(x, mask)
         same("training mode, dropout 0.1 (the same dropout masks)", got, want)
     _plugged_model_case(parts, "encoder_layer")
     return "3 cases, and as every encoder layer of the book's model"
 
 # %% ../nbs/22_exercises.ipynb #0ad6b1cc
-@exercise("label_smoothing", "Label-smoothed cross-entropy", ("label_smoothed_loss",), "08_optimization.html#label-smoothing-54",
-    quote="During training, we employed label smoothing of value ε_ls = 0.1. This hurts perplexity, as the model learns to be "
-          "more unsure, but improves accuracy and BLEU score.",
-    hint="log p = log_softmax(logits, -1); q puts 1-ε on the target, ε/(V-2) on every other token except PAD, 0 on PAD; "
-         "loss = -Σ q log p, summed over the positions whose target is not PAD",
+@exercise("label_smoothing", "Label-smoothed cross-entropy", ("label_smoothed_loss",),
+    "08_optimization.html#label-smoothing-54",
+    quote="During training, we employed label smoothing of value ε_ls = 0.1. This hurts perplexity, as the model "
+          "learns to be more unsure, but improves accuracy and BLEU score.",
+    hint="log p = log_softmax(logits, -1); q puts 1-ε on the target, ε/(V-2) on every other token except PAD, 0 on "
+         "PAD; loss = -Σ q log p, summed over the positions whose target is not PAD",
     stub='''
 def label_smoothed_loss(logits: Tensor, target: Tensor, epsilon: float = 0.1, pad_id: int = 0) -> Tensor:
-    """The summed label-smoothed cross-entropy -Σ_j q_j log p_j of logits `[N, V]` (p = softmax(logits)) against targets `[N]`.
+    """Summed label-smoothed cross-entropy -Σ_j q_j log p_j of logits `[N, V]` (p = softmax(logits)) for targets `[N]`.
 
     The smoothed target q of a position puts 1-ε on its correct token, ε/(V-2) on each token that is neither the correct
     one nor pad_id, and 0 on pad_id. Positions whose target is pad_id contribute nothing.
@@ -636,39 +694,47 @@ def grade_label_smoothing(parts) -> str:
     logits = 2 * _rand(12, V, seed=1)
     target = torch.tensor([4, 5, 0, 9, 3, 1, 0, 2, 8, 0, 6, 7])
     ref = lambda z, t, e=0.1, p=0: label_smoothed_loss(z, t, e, p)[0]
-    for case, eps in (("12 positions (3 of them PAD), V = 10, ε = 0.1", 0.1), ("ε = 0: the plain NLL", 0.0), ("ε = 0.3", 0.3)):
+    for case, eps in (("12 positions (3 of them PAD), V = 10, ε = 0.1", 0.1), ("ε = 0: the plain NLL", 0.0),
+                      ("ε = 0.3", 0.3)):
         same(case, parts.label_smoothed_loss(logits, target, eps, 0), ref(logits, target, eps))
     z_mine, z_book = logits.clone().requires_grad_(), logits.clone().requires_grad_()
     loss = parts.label_smoothed_loss(z_mine, target, 0.1, 0)
     if not isinstance(loss, Tensor) or not loss.requires_grad:
-        raise Mismatch("the gradient, ε = 0.1", "a loss that autograd can differentiate", "a result without a gradient (detached?)")
-    loss.backward(); ref(z_book, target).backward()
+        raise Mismatch("the gradient, ε = 0.1", "a loss that autograd can differentiate",
+                       "a result without a gradient (detached?)")
+    loss.backward()
+    ref(z_book, target).backward()
     same("the gradient with respect to the logits, ε = 0.1", z_mine.grad, z_book.grad)
     pads = torch.zeros(4, dtype=torch.long)
     same("every target PAD", parts.label_smoothed_loss(logits[:4], pads, 0.1, 0), ref(logits[:4], pads))
     ones = torch.tensor([0, 4, 1, 9, 0, 1])
-    same("pad_id = 1, where 0 is a real token", parts.label_smoothed_loss(logits[:6], ones, 0.1, 1), ref(logits[:6], ones, 0.1, 1))
+    same("pad_id = 1, where 0 is a real token", parts.label_smoothed_loss(logits[:6], ones, 0.1, 1),
+         ref(logits[:6], ones, 0.1, 1))
     model = _small_model()
     with torch.no_grad():
-        z = model(SRC, TGT).reshape(-1, 12); out = torch.cat([TGT[:, 1:], torch.full((4, 1), 3)], 1).masked_fill(TGT == 0, 0).reshape(-1)
-        same("the loss of the book's model on a padded batch, z [20, 12]", parts.label_smoothed_loss(z, out, 0.1, 0), ref(z, out))
+        z = model(SRC, TGT).reshape(-1, 12)
+        out = torch.cat([TGT[:, 1:], torch.full((4, 1), 3)], 1).masked_fill(TGT == 0, 0).reshape(-1)
+        same("the loss of the book's model on a padded batch, z [20, 12]", parts.label_smoothed_loss(z, out, 0.1, 0),
+             ref(z, out))
     return "7 cases, the gradient among them"
 
 # %% ../nbs/22_exercises.ipynb #9fb7f29f
-@exercise("schedule", "The learning-rate schedule, eq. (3)", ("rate",), "08_optimization.html#adam-and-the-learning-rate-schedule-53",
+@exercise("schedule", "The learning-rate schedule, eq. (3)", ("rate",),
+    "08_optimization.html#adam-and-the-learning-rate-schedule-53",
     quote="lrate = d_model^-0.5 · min(step_num^-0.5, step_num · warmup_steps^-1.5)",
-    hint="eq. (3) as written, with step counting updates from 1 (the warmup arm is linear: step · warmup^-1.5); step 0 gives 0",
+    hint="eq. (3) as written, with step counting updates from 1 (the warmup arm is linear: step · warmup^-1.5); "
+         "step 0 gives 0",
     stub='''
 def rate(step: int, d_model: int = 512, warmup: int = 4000) -> float:
-    """Eq. (3): d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), step counting optimizer updates from 1; 0.0 at step 0."""
+    """Eq. (3): d_model^-0.5 * min(step^-0.5, step * warmup^-1.5), step counting updates from 1; 0.0 at step 0."""
     raise NotImplementedError
 ''')
 def grade_schedule(parts) -> str:
     n = 0
     for d_model, warmup in ((512, 4000), (64, 100), (16, 1)):
         for step in sorted({0, 1, 2, max(warmup - 1, 0), warmup, warmup + 1, 10 * warmup, 100_000}):
-            same(f"rate(step={step}, d_model={d_model}, warmup={warmup})", parts.rate(step, d_model, warmup), rate(step, d_model, warmup),
-                 rtol=1e-9, atol=0.0)
+            same(f"rate(step={step}, d_model={d_model}, warmup={warmup})", parts.rate(step, d_model, warmup),
+                 rate(step, d_model, warmup), rtol=1e-9, atol=0.0)
             n += 1
     return f"{n} cases"
 
@@ -684,7 +750,8 @@ def _copy_weights() -> dict:
         try: model = Transformer(TransformerConfig(src_vocab_size=12, tgt_vocab_size=12, d_model=32, n_heads=4, d_ff=64,
                                                    n_enc_layers=1, n_dec_layers=1, dropout=0.0, max_len=40))
         finally: torch.set_default_dtype(dtype)
-        opt, cfg = torch.optim.Adam(model.parameters(), lr=3e-3), TrainConfig(label_smoothing=0.0, amp="none", device="cpu")
+        opt, cfg = (torch.optim.Adam(model.parameters(), lr=3e-3),
+                    TrainConfig(label_smoothing=0.0, amp="none", device="cpu"))
         for _ in range(100):                          # the trainer's update at a constant rate, plain cross-entropy
             lengths = torch.randint(1, 7, (32,), generator=g).tolist()
             b = make_batch([(x, x) for x in (torch.randint(4, 12, (L,), generator=g).tolist() for L in lengths)])
@@ -693,9 +760,10 @@ def _copy_weights() -> dict:
     return {k: v.detach().float() if v.is_floating_point() else v.detach().clone() for k, v in state.items()}
 
 def _decoding_model() -> Transformer:
-    "The decoding bench: the half-trained copy model (a fresh copy each time): outputs that differ, stop at their own EOS, and where beam search and greedy disagree."
-    model = Transformer(TransformerConfig(src_vocab_size=12, tgt_vocab_size=12, d_model=32, n_heads=4, d_ff=64, n_enc_layers=1,
-                                          n_dec_layers=1, dropout=0.0, max_len=40))
+    # its outputs differ from row to row, stop at their own EOS, and beam search and greedy disagree on them
+    "The decoding bench: the half-trained copy model (a fresh copy each time)."
+    model = Transformer(TransformerConfig(src_vocab_size=12, tgt_vocab_size=12, d_model=32, n_heads=4, d_ff=64,
+                                          n_enc_layers=1, n_dec_layers=1, dropout=0.0, max_len=40))
     model.load_state_dict(_copy_weights())
     return model.eval()
 
@@ -710,52 +778,58 @@ def _untrained_decoding_model() -> Transformer:
 def _rows(tokens, eos: int, pad: int) -> list[list[int]]:
     "Each row of an output `[B, T]` as a list: up to and including its first EOS, else without trailing PAD."
     if not isinstance(tokens, Tensor) or tokens.dim() != 2 or tokens.is_floating_point():
-        raise Mismatch("the output", "a 2-dim tensor of token ids `[B, T]`", type(tokens).__name__ if not isinstance(tokens, Tensor)
+        raise Mismatch("the output", "a 2-dim tensor of token ids `[B, T]`",
+                       type(tokens).__name__ if not isinstance(tokens, Tensor)
                        else f"a tensor of shape {tuple(tokens.shape)} and dtype {tokens.dtype}")
-    return [cut_at_eos(r, eos, pad) + ([eos] if eos in r else []) for r in tokens.tolist()]   # EOS kept: an ended row differs from a cut one
+    # EOS kept: an ended row differs from a cut one
+    return [cut_at_eos(r, eos, pad) + ([eos] if eos in r else []) for r in tokens.tolist()]
 
 def _same_rows(case: str, got: Tensor, want: Tensor, c: TransformerConfig, max_new_tokens: int) -> None:
     g, w = _rows(got, c.eos_id, c.pad_id), _rows(want, c.eos_id, c.pad_id)
     same(case, len(g), len(w), what="rows:")
-    if got.size(1) > max_new_tokens: raise Mismatch(case, f"at most max_new_tokens = {max_new_tokens} tokens per row", f"{got.size(1)} columns")
+    if got.size(1) > max_new_tokens:
+        raise Mismatch(case, f"at most max_new_tokens = {max_new_tokens} tokens per row", f"{got.size(1)} columns")
     for i, (a, b) in enumerate(zip(g, w)):
         if a != b: raise Mismatch(case, f"row {i} = {b}", f"{a}")
 
 @exercise("greedy", "Greedy decoding", ("greedy_decode",), "10_decoding.html#greedy-decoding",
     quote="We set the maximum output length during inference to input length + 50, but terminate early when possible.",
-    hint="memory = model.encode(src, src_mask) once; then y = BOS column, and at each step the logits of the last position of "
-         "model.logits(model.decode(y, memory, src_mask)), PAD and BOS set to -inf, argmax appended; a row that wrote EOS is "
-         "done and gets PAD after it; stop when every row is done or after max_new_tokens tokens",
+    hint="memory = model.encode(src, src_mask) once; then y = BOS column, and at each step the logits of the last "
+         "position of model.logits(model.decode(y, memory, src_mask)), PAD and BOS set to -inf, argmax appended; a row "
+         "that wrote EOS is done and gets PAD after it; stop when every row is done or after max_new_tokens tokens",
     stub='''
 def greedy_decode(model, src: Tensor, max_new_tokens: int) -> Tensor:
     """Greedy decoding with the book's model: at every step, append each row's most probable next token.
 
-    model: the book's Transformer, in eval mode (run it under torch.no_grad()). Its steps: memory = model.encode(src, src_mask)
+    model: the book's Transformer in eval mode (under torch.no_grad()). Its steps: memory = model.encode(src, src_mask)
     `[B, S, d_model]`; model.decode(y, memory, src_mask) -> states `[B, T, d_model]` for the decoder input y `[B, T]`;
     model.logits(states) -> `[B, T, V]`. src_mask = padding_mask(src, model.config.pad_id) (exercise 2). The special ids
     are model.config.bos_id, eos_id and pad_id.
     src `[B, S]`: source ids, each sentence ending in EOS, then PAD.
-    Every row starts from BOS; PAD and BOS are never chosen; a row is done once it has written EOS, and has PAD after it.
-    Return the tokens after BOS `[B, T]`, T <= max_new_tokens: each row up to and including its EOS, then PAD (a row that never
-    writes EOS has max_new_tokens tokens).
+    Every row starts from BOS; PAD and BOS are never chosen; a row is done once it writes EOS, and has PAD after it.
+    Return the tokens after BOS `[B, T]`, T <= max_new_tokens: each row up to and including its EOS, then PAD
+    (a row that never writes EOS has max_new_tokens tokens).
     """
     raise NotImplementedError
 ''')
 def grade_greedy(parts) -> str:
     model, untrained = _decoding_model(), _untrained_decoding_model()
-    for case, m, src, max_new_tokens in (("4 padded sources, max_new_tokens 12", model, SRC, 12), ("max_new_tokens 3", model, SRC, 3),
-                                         ("max_new_tokens 1", model, SRC, 1), ("one sentence alone, [1, 5]", model, SRC[3:, :5], 12),
-                                         ("an untrained model that, unbanned, would write PAD first", untrained, SRC, 6)):
+    for case, m, src, max_new_tokens in (("4 padded sources, max_new_tokens 12", model, SRC, 12),
+                                         ("max_new_tokens 3", model, SRC, 3), ("max_new_tokens 1", model, SRC, 1),
+                                         ("one sentence alone, [1, 5]", model, SRC[3:, :5], 12),
+                                         ("an untrained model that, unbanned, would write PAD first", untrained, SRC,
+                                          6)):
         with torch.no_grad(): got = parts.greedy_decode(m, src, max_new_tokens)
         _same_rows(case, got, greedy_decode(m, src, _up_to(max_new_tokens))[0], m.config, max_new_tokens)
     return "5 cases"
 
 # %% ../nbs/22_exercises.ipynb #28f21328
-@exercise("beam", "A beam-search step, with the length penalty", ("length_penalty", "beam_step"), "10_decoding.html#beam-search",
+@exercise("beam", "A beam-search step, with the length penalty", ("length_penalty", "beam_step"),
+    "10_decoding.html#beam-search",
     quote="We used beam search with a beam size of 4 and length penalty α = 0.6.",
-    hint="lp = ((5 + length) / 6) ** alpha, which works for a number and a tensor alike. beam_step: add each beam's score to its "
-         "next-token log-probabilities, flatten each sentence's k·V candidates, take the keep best (topk); "
-         "candidate c extends beam c // V with token c % V",
+    hint="lp = ((5 + length) / 6) ** alpha, which works for a number and a tensor alike. beam_step: add each beam's "
+         "score to its next-token log-probabilities, flatten each sentence's k·V candidates, take the keep best "
+         "(topk); candidate c extends beam c // V with token c % V",
     stub='''
 def length_penalty(length, alpha: float = 0.6):
     """Wu et al. (2016), eq. 14: lp(Y) = ((5 + |Y|) / 6) ** alpha, |Y| the output length (EOS included).
@@ -768,18 +842,20 @@ def length_penalty(length, alpha: float = 0.6):
 def beam_step(scores: Tensor, log_probs: Tensor, keep: int) -> tuple[Tensor, Tensor, Tensor]:
     """One step of beam search for n sentences with k beams each, over a vocabulary of V tokens.
 
-    scores `[n, k]`: log P of each open beam (-inf: no such beam); log_probs `[n, k, V]`: log P of each beam's next token.
-    Extending beam b by token w scores scores[:, b] + log_probs[:, b, w]. Return the keep best extensions of each sentence,
-    best first: their scores `[n, keep]`, the beam each extends `[n, keep]` (0 ... k-1) and its token `[n, keep]` (0 ... V-1).
+    scores `[n, k]`: log P of each open beam (-inf: none); log_probs `[n, k, V]`: log P of each beam's next token.
+    Extending beam b by token w scores scores[:, b] + log_probs[:, b, w]. Return each sentence's keep best extensions,
+    best first: scores `[n, keep]`, the beam each extends `[n, keep]` (0 ... k-1) and its token `[n, keep]` (0 ... V-1).
     """
     raise NotImplementedError
 ''')
 def grade_beam(parts) -> str:
     for alpha in (0.0, 0.6, 1.0):
-        for L in (1, 2, 7, 60): same(f"length_penalty({L}, alpha={alpha})", parts.length_penalty(L, alpha), float(length_penalty(L, alpha)))
+        for L in (1, 2, 7, 60):
+            same(f"length_penalty({L}, alpha={alpha})", parts.length_penalty(L, alpha), float(length_penalty(L, alpha)))
     lengths = torch.arange(1.0, 11.0)
     same("length_penalty(torch.arange(1., 11.), 0.6)", parts.length_penalty(lengths, 0.6), length_penalty(lengths, 0.6))
-    scores = torch.tensor([[0.0, -math.inf, -math.inf, -math.inf], [-1.2, -1.5, -2.0, -3.1], [-0.3, -0.9, -math.inf, -math.inf]], dtype=torch.float64)
+    scores = torch.tensor([[0.0, -math.inf, -math.inf, -math.inf], [-1.2, -1.5, -2.0, -3.1],
+                           [-0.3, -0.9, -math.inf, -math.inf]], dtype=torch.float64)
     log_probs = (2 * _rand(3, 4, 10, seed=1)).log_softmax(-1)
     for case, s, lp, keep in (("n = 3 sentences (one at its first step), k = 4, V = 10, keep 4", scores, log_probs, 4),
                               ("keep 8 (2k, as tensor2tensor)", scores, log_probs, 8),
@@ -792,29 +868,36 @@ def grade_beam(parts) -> str:
                      ("k = 1 (greedy)", dict(beam=1, alpha=0.6))):
         want = beam_search(model, SRC, _up_to(12, **kw))
         got = beam_search(model, SRC, _up_to(12, **kw), step=parts.beam_step, penalty=parts.length_penalty)
-        same(case, got[0], want[0], what="tokens"); same(case, got[1], want[1], what="scores")
+        same(case, got[0], want[0], what="tokens")
+        same(case, got[1], want[1], what="scores")
     return "17 cases, and the book's beam search run with them"
 
 # %% ../nbs/22_exercises.ipynb #12796c24
-CAPTIONS = [("Ein Mann mit einem orangefarbenen Hut starrt auf etwas.", "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt."),
-            ("Ein Boston-Terrier rennt über grünes Gras vor einem weißen Zaun.", "Ein Boston Terrier läuft über saftig-grünes Gras vor einem weißen Zaun."),
-            ("Ein Mädchen im Karate-Anzug bricht ein Brett mit einem Tritt.", "Ein Mädchen in einem Karateanzug bricht ein Brett mit einem Tritt."),
-            ("Fünf Leute in Winterjacken und mit Helmen stehen im Schnee.", "Fünf Leute in Winterjacken und mit Helmen stehen im Schnee mit Schneemobilen im Hintergrund."),
+# (hypothesis, reference): German, with compounds
+CAPTIONS = [("Ein Mann mit einem orangefarbenen Hut starrt auf etwas.",
+             "Ein Mann mit einem orangefarbenen Hut, der etwas anstarrt."),
+            ("Ein Boston-Terrier rennt über grünes Gras vor einem weißen Zaun.",
+             "Ein Boston Terrier läuft über saftig-grünes Gras vor einem weißen Zaun."),
+            ("Ein Mädchen im Karate-Anzug bricht ein Brett mit einem Tritt.",
+             "Ein Mädchen in einem Karateanzug bricht ein Brett mit einem Tritt."),
+            ("Fünf Leute in Winterjacken und mit Helmen stehen im Schnee.",
+             "Fünf Leute in Winterjacken und mit Helmen stehen im Schnee mit Schneemobilen im Hintergrund."),
             ("Ein Mann repariert das Dach eines Hauses.", "Leute reparieren das Dach eines Hauses."),
-            ("Ein T-Shirt.", "Ein rotes T-Shirt.")]                           # (hypothesis, reference): German, with compounds
+            ("Ein T-Shirt.", "Ein rotes T-Shirt.")]
 
-@exercise("bleu", "Corpus BLEU from n-gram counts", ("corpus_bleu",), "12_evaluation.html#tokenized-bleu-as-the-paper-computed-it",
+@exercise("bleu", "Corpus BLEU from n-gram counts", ("corpus_bleu",),
+    "12_evaluation.html#tokenized-bleu-as-the-paper-computed-it",
     quote="establishing a new state-of-the-art BLEU score of 28.4",
-    hint="count over the whole corpus, not per sentence: for each n, Σ min(count in hypothesis, count in its reference) over "
-         "the hypotheses' n-grams, and Σ of their n-grams; BP from the total lengths; the geometric mean of the four "
-         "precisions (exp of the mean of the logs), 0 if any is 0; times 100",
+    hint="count over the whole corpus, not per sentence: for each n, Σ min(count in hypothesis, count in its "
+         "reference) over the hypotheses' n-grams, and Σ of their n-grams; BP from the total lengths; the geometric "
+         "mean of the four precisions (exp of the mean of the logs), 0 if any is 0; times 100",
     stub='''
 def corpus_bleu(hyps: list[list[str]], refs: list[list[str]]) -> float:
-    """Corpus BLEU, 0 ... 100, as multi-bleu.perl computes it: hyps and refs are lists of token lists, one reference per hypothesis.
+    """Corpus BLEU, 0 ... 100, as multi-bleu.perl computes it, of token lists: one reference per hypothesis.
 
-    For n = 1 ... 4: p_n = (Σ over the hypotheses of their clipped n-gram matches) / (Σ of their n-grams), an n-gram of a
-    hypothesis matching at most as often as it occurs in that hypothesis's reference.
-    BP = 1 if c >= r else exp(1 - r / c), c and r the total lengths of the hypotheses and of the references (BP = 0 if c = 0).
+    For n = 1 ... 4: p_n = (Σ over the hypotheses of their clipped n-gram matches) / (Σ of their n-grams), an n-gram of
+    a hypothesis matching at most as often as it occurs in that hypothesis's reference.
+    BP = 1 if c >= r else exp(1 - r / c), c and r the total lengths of hypotheses and references (BP = 0 if c = 0).
     BLEU = 100 * BP * exp((log p_1 + log p_2 + log p_3 + log p_4) / 4), and 0 when any p_n is 0 (no smoothing).
     """
     raise NotImplementedError
@@ -826,7 +909,8 @@ def grade_bleu(parts) -> str:
     refs = [rand(int(n)) for n in torch.randint(4, 12, (30,), generator=g)]
     hyps = [r[:2] + rand(max(0, len(r) - 4 + int(torch.randint(0, 5, (1,), generator=g)))) + r[-2:] for r in refs]
     tshirt = [split_compounds(moses_tokenize(s, "de")).split() for s in CAPTIONS[-1]]
-    cases = [("a perfect hypothesis", [["a", "cat", "sat", "on", "the", "mat"]], [["a", "cat", "sat", "on", "the", "mat"]]),
+    cases = [("a perfect hypothesis", [["a", "cat", "sat", "on", "the", "mat"]],
+              [["a", "cat", "sat", "on", "the", "mat"]]),
              ("Ein T ##AT##-##AT## Shirt . against Ein rotes T ##AT##-##AT## Shirt .", [tshirt[0]], [tshirt[1]]),
              ("30 random sentences over 6 words", hyps, refs),
              ("no matching 4-gram", [["a", "b", "c", "d", "e"]], [["a", "b", "c", "x", "d", "e"]]),
@@ -834,18 +918,20 @@ def grade_bleu(parts) -> str:
     for case, h, r in cases: same(case, parts.corpus_bleu(h, r), _book_bleu(h, r), rtol=1e-6, atol=1e-6)
     hyp, ref = [h for h, _ in CAPTIONS], [r for _, r in CAPTIONS]
     paper = lambda s: split_compounds(moses_tokenize(s, "de")).split()
-    same("the evaluation chapter's tokenized_bleu on 6 German captions", parts.corpus_bleu([paper(s) for s in hyp], [paper(s) for s in ref]),
+    same("the evaluation chapter's tokenized_bleu on 6 German captions",
+         parts.corpus_bleu([paper(s) for s in hyp], [paper(s) for s in ref]),
          tokenized_bleu(hyp, ref, "de").score, rtol=1e-6, atol=1e-6)
     return "6 cases, the evaluation chapter's tokenized BLEU among them"
 
 # %% ../nbs/22_exercises.ipynb #685c6ef3
-COPY_EXERCISE = dict(letters=10, sentences=60_000, updates=500, max_tokens=1000, warmup=100, lr_factor=0.5, cooldown=0.3,
-                     label_smoothing=0.1, clip_norm=1.0, held_out=200, min_exact=0.95)
+COPY_EXERCISE = dict(letters=10, sentences=60_000, updates=500, max_tokens=1000, warmup=100, lr_factor=0.5,
+                     cooldown=0.3, label_smoothing=0.1, clip_norm=1.0, held_out=200, min_exact=0.95)
 
 def _copy_train_config(cfg: dict) -> TrainConfig:
     "The trainer's settings of the copy exercise (`COPY_EXERCISE`'s): on the CPU, in float32, without a progress bar."
-    return TrainConfig(max_updates=cfg["updates"], warmup=cfg["warmup"], lr_factor=cfg["lr_factor"], cooldown=cfg["cooldown"],
-                       label_smoothing=cfg["label_smoothing"], clip_norm=cfg["clip_norm"], amp="none", device="cpu", progress=False)
+    return TrainConfig(max_updates=cfg["updates"], warmup=cfg["warmup"], lr_factor=cfg["lr_factor"],
+                       cooldown=cfg["cooldown"], label_smoothing=cfg["label_smoothing"], clip_norm=cfg["clip_norm"],
+                       amp="none", device="cpu", progress=False)
 
 def _reader_loss(parts: SimpleNamespace, epsilon: float) -> Callable:
     "`update_step`'s loss(model, batch) computed by `parts.label_smoothed_loss`; the NLL, only reported, by the book's."
@@ -857,53 +943,63 @@ def _reader_loss(parts: SimpleNamespace, epsilon: float) -> Callable:
 
 def _reader_rate(parts: SimpleNamespace, cfg: TrainConfig, d_model: int) -> Callable[[int], float]:
     "The trainer's `learning_rate` of each update (factor, cooldown) with `parts.rate` in place of the book's eq. (3)."
-    return lambda step: learning_rate(cfg, step, d_model=d_model) * float(parts.rate(step, d_model, cfg.warmup)) / rate(step, d_model, cfg.warmup)
+    return lambda step: (learning_rate(cfg, step, d_model=d_model) * float(parts.rate(step, d_model, cfg.warmup))
+                         / rate(step, d_model, cfg.warmup))
 
 def train_copy_with(
     parts: SimpleNamespace,  # the pieces to build, train and decode with: `book_parts()` or the reader's
     seed: int = 0,  # seeds the data and the model
     **overrides,  # any key of `COPY_EXERCISE`
 ) -> dict:
-    "The copy task of chapter 11, small: the book's model plugged with `parts`, trained by the trainer's `update_step` with their loss and eq. (3), decoded with their greedy search."
+    # trained by the trainer's `update_step` with their loss and eq. (3), decoded with their greedy search
+    "The copy task of chapter 11, small: the book's model plugged with `parts`, trained and decoded with them."
     cfg = {**COPY_EXERCISE, **overrides}
     start, tok, train = time.perf_counter(), copy_tokenizer(), _copy_train_config(cfg)
     train_text = copy_sentences(cfg["sentences"], seed, max_letters=cfg["letters"])
     seen = set(train_text)
-    held = [s for s in copy_sentences(20 * cfg["held_out"], seed + 1, max_letters=cfg["letters"]) if s not in seen][:cfg["held_out"]]
-    batches = Batches.from_pairs([(x, x) for x in tok.encode_batch(train_text)], max_tokens=cfg["max_tokens"], seed=seed,
-                                 vocab_size=tok.vocab_size)
+    held = [s for s in copy_sentences(20 * cfg["held_out"], seed + 1, max_letters=cfg["letters"])
+            if s not in seen][:cfg["held_out"]]
+    batches = Batches.from_pairs([(x, x) for x in tok.encode_batch(train_text)], max_tokens=cfg["max_tokens"],
+                                 seed=seed, vocab_size=tok.vocab_size)
     with torch_threads(1):
         torch.manual_seed(seed)
-        model = plug(Transformer(TransformerConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size, **COPY_MODEL)), parts)
-        opt, lr, loss = make_optimizer(model), _reader_rate(parts, train, model.config.d_model), _reader_loss(parts, train.label_smoothing)
+        model = plug(Transformer(TransformerConfig(src_vocab_size=tok.vocab_size, tgt_vocab_size=tok.vocab_size,
+                                                   **COPY_MODEL)), parts)
+        opt, lr, loss = (make_optimizer(model), _reader_rate(parts, train, model.config.d_model),
+                         _reader_loss(parts, train.label_smoothing))
         stream = itertools.chain.from_iterable(batches(epoch) for epoch in itertools.count())     # epoch after epoch
         model.train()
         losses = [update_step(model, opt, [b], cfg=train, lr=lr(step), loss=loss)["loss"]
                   for step, b in zip(range(1, train.max_updates + 1), stream)]
         model.eval()
         ids = tok.encode_batch(held)
-        with torch.no_grad(): out = parts.greedy_decode(model, make_batch([(x, x) for x in ids]).src, cfg["letters"] + 2)
+        with torch.no_grad():
+            out = parts.greedy_decode(model, make_batch([(x, x) for x in ids]).src, cfg["letters"] + 2)
     rows = _rows(out, model.config.eos_id, model.config.pad_id)
     wrong = [(s, tok.decode(r)) for s, x, r in zip(held, ids, rows) if r != x + [model.config.eos_id]]
-    return dict(updates=len(losses), loss=sum(losses[-20:]) / len(losses[-20:]), held_out=len(held), exact=1 - len(wrong) / len(held),
-                wrong=wrong, seconds=time.perf_counter() - start, settings=cfg)
+    return dict(updates=len(losses), loss=sum(losses[-20:]) / len(losses[-20:]), held_out=len(held),
+                exact=1 - len(wrong) / len(held), wrong=wrong, seconds=time.perf_counter() - start, settings=cfg)
 
-_E2E = ("attention", "masks", "heads", "positions", "layer_norm", "feed_forward", "encoder_layer", "label_smoothing", "schedule", "greedy")
+_E2E = ("attention", "masks", "heads", "positions", "layer_norm", "feed_forward", "encoder_layer", "label_smoothing",
+        "schedule", "greedy")
 
 @exercise("copy_task", "The copy task, trained with your pieces",
     tuple(f for n in _E2E for f in EXERCISES[n].functions), "11_copy_task.html#training-it",
     quote="the Transformer, the first sequence transduction model based entirely on attention",
     hint="every piece passed on its own, so look at what only training shows: is the loss a sum that autograd can "
-         "differentiate, does eq. (3) give the rate of update `step`, and does greedy decoding stop each row at its own EOS?",
+         "differentiate, does eq. (3) give the rate of update `step`, and does greedy decoding stop each row at its "
+         "own EOS?",
     stub="", needs=_E2E)
 def grade_copy_task(parts) -> str:
     r = train_copy_with(parts)
     s = r["settings"]
     if r["exact"] < s["min_exact"]:
         example = f"; e.g. {r['wrong'][0][0]!r} -> {r['wrong'][0][1]!r}" if r["wrong"] else ""
-        raise Mismatch(f"the copy task: {r['updates']} updates (final loss {r['loss']:.3f}), then greedy decoding of {r['held_out']} "
-                       f"new sentences", f"at least {s['min_exact']:.0%} copied exactly", f"{r['exact']:.1%}{example}")
-    return f"{r['exact']:.0%} of {r['held_out']} new sentences copied exactly after {r['updates']} updates ({r['seconds']:.0f} s)"
+        raise Mismatch(f"the copy task: {r['updates']} updates (final loss {r['loss']:.3f}), then greedy decoding of "
+                       f"{r['held_out']} new sentences", f"at least {s['min_exact']:.0%} copied exactly",
+                       f"{r['exact']:.1%}{example}")
+    return (f"{r['exact']:.0%} of {r['held_out']} new sentences copied exactly after {r['updates']} updates "
+            f"({r['seconds']:.0f} s)")
 
 # %% ../nbs/22_exercises.ipynb #99319410
 def check_file(
@@ -924,8 +1020,9 @@ def check_file(
     return results
 
 def progress_note(name: str) -> str | None:
-    "What `check` says before grading the exercise `name` when it takes a while (the copy task trains a model), else None."
-    if name == "copy_task": return f"training the copy task with your pieces ({COPY_EXERCISE['updates']} updates of a small model) ..."
+    "What `check` says before grading exercise `name` when it takes a while (the copy task trains a model), else None."
+    if name == "copy_task":
+        return f"training the copy task with your pieces ({COPY_EXERCISE['updates']} updates of a small model) ..."
     return None
 
 def graded_file(
@@ -933,18 +1030,23 @@ def graded_file(
 ) -> tuple[Path, str]:
     "The reader's file that `check` grades: of exercises.py and exercises.ipynb, the one saved last; and why, in words."
     found = [p for p in (Path(directory) / FILE, Path(directory) / NOTEBOOK) if p.is_file()]
-    if not found: raise ReaderError(f"no {Path(directory) / FILE} or {Path(directory) / NOTEBOOK}; write them with: annotated-tx exercises init {directory}")
+    if not found:
+        raise ReaderError(f"no {Path(directory) / FILE} or {Path(directory) / NOTEBOOK}; write them with: "
+                          f"annotated-tx exercises init {directory}")
     if len(found) == 1: return found[0], "the only one there"
     last = max(found, key=lambda p: p.stat().st_mtime_ns)
     return last, f"saved after {(set(found) - {last}).pop().name}"
 
 def _first_line(reader_file: Path, function: str) -> str | None:
-    "Where `def function(` is in the reader's file or notebook ('ex/exercises.py line 25', 'ex/exercises.ipynb, cell 5, line 1'), if it is there."
-    text = notebook_source(reader_file.resolve()) if reader_file.suffix == ".ipynb" else reader_file.read_text(encoding="utf-8", errors="replace")
+    # e.g. 'ex/exercises.py line 25', 'ex/exercises.ipynb, cell 5, line 1'
+    "Where `def function(` is in the reader's file or notebook, if it is there."
+    text = (notebook_source(reader_file.resolve()) if reader_file.suffix == ".ipynb"
+            else reader_file.read_text(encoding="utf-8", errors="replace"))
     for i, line in enumerate(text.splitlines(), 1):
         if line.startswith(f"def {function}("):
             at = reader_location(str(reader_file.resolve()), i)
-            return at if reader_file.suffix == ".ipynb" else at.replace(", line", " line")     # 'ex/exercises.py line 25'
+            # 'ex/exercises.py line 25'
+            return at if reader_file.suffix == ".ipynb" else at.replace(", line", " line")
     return None
 
 def report(results: list[Result], path: str | Path) -> str:
@@ -953,15 +1055,18 @@ def report(results: list[Result], path: str | Path) -> str:
     number = {name: i for i, name in enumerate(EXERCISES, 1)}
     lines = [f"{'#':>3}  {'exercise':16} result"]
     for r in results:
-        short = r.detail if r.status in ("passed", "skipped") else r.detail if r.status == "FAILED" else r.detail.split(":")[0]
+        short = (r.detail if r.status in ("passed", "skipped") else r.detail if r.status == "FAILED"
+                 else r.detail.split(":")[0])
         lines.append(f"{number[r.exercise.name]:>3}  {r.exercise.name:16} {r.status:12} {short}".rstrip())
     for r in results:
         if r.status not in ("FAILED", "error"): continue
         ex = r.exercise
         lines += ["", f"{number[ex.name]}. {ex.title}: " + ("FAILED" if r.status == "FAILED" else "error in your code")]
-        if r.status == "FAILED": lines += [f"     case      {r.detail}", f"     expected  {r.expected}", f"     got       {r.got}"]
+        if r.status == "FAILED":
+            lines += [f"     case      {r.detail}", f"     expected  {r.expected}", f"     got       {r.got}"]
         else: lines += [f"     {r.detail}", *[f"       {t}" for t in r.trace]]
-        lines += [textwrap.fill(r.hint, 110, initial_indent="     hint      ", subsequent_indent=" " * 15), f"     the book  {SITE}{ex.section}"]
+        lines += [textwrap.fill(r.hint, 110, initial_indent="     hint      ", subsequent_indent=" " * 15),
+                  f"     the book  {SITE}{ex.section}"]
     todo = next((r for r in results if r.status != "passed"), None)
     if todo is not None and todo.exercise.stub:
         at = _first_line(path, todo.exercise.functions[0])
@@ -969,20 +1074,25 @@ def report(results: list[Result], path: str | Path) -> str:
                       + (f", {at})" if at else ")")]
     counts = {s: sum(r.status == s for r in results) for s in ("passed", "FAILED", "error", "not started", "skipped")}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
-    lines += ["", f"{summary}: " + ("all done, you have built a Transformer" if counts["passed"] == len(results) else "not done yet")]
+    lines += ["", f"{summary}: " + ("all done, you have built a Transformer" if counts["passed"] == len(results)
+                                    else "not done yet")]
     return "\n".join(lines)
 
 # %% ../nbs/22_exercises.ipynb #b3add57e
 def stub_notebook(directory: str) -> str:
-    "The same exercises as a notebook (JSON): the header as text, the imports, then each exercise's title, sentence and link, and its stub."
+    "The same exercises as a notebook (JSON): the header, the imports, and each exercise's title, quote, link and stub."
     _, doc, imports = stub_header(directory).split('"""', 2)
     md = lambda text: {"cell_type": "markdown", "metadata": {}, "source": text.splitlines(True)}
-    code = lambda text: {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": text.splitlines(True)}
+    code = lambda text: {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                         "source": text.splitlines(True)}
     cells = [md("# " + doc.strip()), code(imports.strip())]
     for i, ex in enumerate(EXERCISES.values(), 1):
-        if ex.stub: cells += [md(f"## {i}. {ex.title}\n\n> \"{ex.quote}\"\n\nThe book: {SITE}{ex.section}"), code(ex.stub.strip())]
+        if ex.stub:
+            cells += [md(f"## {i}. {ex.title}\n\n> \"{ex.quote}\"\n\nThe book: {SITE}{ex.section}"),
+                      code(ex.stub.strip())]
     for n, c in enumerate(cells): c["id"] = f"ex{n:03d}"
-    nb = {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+    nb = {"cells": cells,
+          "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
           "nbformat": 4, "nbformat_minor": 5}
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
@@ -992,17 +1102,20 @@ def stub_file(directory: str) -> str:
     for i, ex in enumerate(EXERCISES.values(), 1):
         if not ex.stub: continue
         quote = textwrap.wrap(f'"{ex.quote}"', 110, initial_indent="# ", subsequent_indent="#  ")
-        parts.append("\n".join([f"# {'-' * 118}", f"# {i}. {ex.title}", *quote, f"# The book: {SITE}{ex.section}", "", "", ex.stub]))
+        parts.append("\n".join([f"# {'-' * 118}", f"# {i}. {ex.title}", *quote, f"# The book: {SITE}{ex.section}",
+                                "", "", ex.stub]))
     return "\n\n\n".join(parts) + "\n"
 
 def write_stubs(
     directory: str | Path,  # where to write them (created if needed)
 ) -> Iterator[tuple[Path, bool]]:
-    "Write `FILE` and `NOTEBOOK`, the same stubs as a file and as a notebook, into `directory`, never over an existing one: each path, and whether it was written."
+    # yields each path, and whether it was written
+    "Write `FILE` and `NOTEBOOK`, the same stubs as a file and a notebook, into `directory`, never overwriting one."
     for name, text in ((FILE, stub_file), (NOTEBOOK, stub_notebook)):
         path = Path(directory) / name
-        if path.exists(): yield path, False; continue
+        if path.exists():
+            yield path, False
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text(str(directory)), encoding="utf-8")
         yield path, True
-

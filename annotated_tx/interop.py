@@ -16,7 +16,8 @@ from .model import Transformer, TransformerConfig
 from .runtime import resolve_device, retain_freed_memory, host_info, describe_host
 from .tokenizer import Tokenizer, check_fits
 from .decoding import DecodeConfig, Hypothesis, Translator, max_output_lengths
-from .engine import EngineDecoder, CompiledDecoder, KeptStepsDecoder, Int8Decoder, has_compiled_steps, remember_file
+from .engine import (EngineDecoder, CompiledDecoder, KeptStepsDecoder, Int8Decoder, has_compiled_steps,
+                                 remember_file)
 
 # %% auto #0
 __all__ = ['MARIAN_ACTIVATIONS', 'marian_permutation', 'parameter_map', 'marian_names', 'marian_refusals', 'export_refusals',
@@ -29,7 +30,7 @@ __all__ = ['MARIAN_ACTIVATIONS', 'marian_permutation', 'parameter_map', 'marian_
 def marian_permutation(
     d_model: int,  # the model width (even)
 ) -> Tensor:
-    "Marian's dimension j holds the book's dimension perm[j]: the sines (the book's even dimensions) first, then the cosines."
+    "Marian's dimension j holds the book's dimension perm[j]: the sines (the book's even dimensions), then the cosines."
     return torch.cat([torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)])
 
 _LAYER_PARTS = {  # per layer: (kind, the book's module, Marian's module ('': the layer itself), CTranslate2's spec)
@@ -47,30 +48,39 @@ def _join(*parts: str) -> str: return ".".join(p for p in parts if p)
 def parameter_map(
     c: TransformerConfig,  # the book's model configuration
 ) -> list[tuple[str, str, str | None, str]]:
-    "(kind, the book's module, Marian's module or None, CTranslate2's spec) for every part of a model with config `c`: the one map both exports read."
-    out = [("embedding", "src_emb.lut", "model.encoder.embed_tokens", "encoder.embeddings"),   # one tensor under both names when shared
+    # the one map both exports read
+    "(kind, the book's module, Marian's module or None, CTranslate2's spec) for every part of a model with config `c`."
+    # the embeddings: one tensor under both names when shared
+    out = [("embedding", "src_emb.lut", "model.encoder.embed_tokens", "encoder.embeddings"),
            ("embedding", "tgt_emb.lut", "model.decoder.embed_tokens", "decoder.embeddings"),
-           ("projection", "tgt_emb.lut" if c.tie_output else "out_proj", None if c.tie_output else "lm_head", "decoder.projection")]
+           ("projection", "tgt_emb.lut" if c.tie_output else "out_proj", None if c.tie_output else "lm_head",
+            "decoder.projection")]
     if c.logits_bias: out.append(("logits_bias", "logits_bias", "final_logits_bias", "decoder.projection"))
     for side, n in (("encoder", c.n_enc_layers), ("decoder", c.n_dec_layers)):
         for i in range(n):
             out += [(kind, f"{side}.layers.{i}.{o}", _join(f"model.{side}.layers.{i}", m), f"{side}.layer.{i}.{s}")
                     for kind, o, m, s in _LAYER_PARTS[side]]
-    if c.norm_first: out += [("norm", f"{side}.norm", None, f"{side}.layer_norm") for side in ("encoder", "decoder")]   # Marian is post-norm
+    if c.norm_first:   # Marian is post-norm
+        out += [("norm", f"{side}.norm", None, f"{side}.layer_norm") for side in ("encoder", "decoder")]
     return out
 
-_MARIAN_TENSORS = {  # kind -> (the book's tensor, Marian's tensor, the axes of it that run over d_model), under each module
-    "embedding": [("weight", "weight", (1,))], "projection": [("weight", "weight", (1,))], "logits_bias": [("", "", ())],
+# kind -> (the book's tensor, Marian's tensor, the axes of it that run over d_model), under each module
+_MARIAN_TENSORS = {
+    "embedding": [("weight", "weight", (1,))], "projection": [("weight", "weight", (1,))],
+    "logits_bias": [("", "", ())],
     "norm": [("weight", "weight", (0,)), ("bias", "bias", (0,))],
-    "ffn": [("w_1.weight", "fc1.weight", (1,)), ("w_1.bias", "fc1.bias", ()), ("w_2.weight", "fc2.weight", (0,)), ("w_2.bias", "fc2.bias", (0,))],
-    "self_attention": [(f"w_{a}.{t}", f"{a}_proj.{t}", (1,) if t == "weight" else ()) for a in "qkv" for t in ("weight", "bias")]
+    "ffn": [("w_1.weight", "fc1.weight", (1,)), ("w_1.bias", "fc1.bias", ()), ("w_2.weight", "fc2.weight", (0,)),
+            ("w_2.bias", "fc2.bias", (0,))],
+    "self_attention": [(f"w_{a}.{t}", f"{a}_proj.{t}", (1,) if t == "weight" else ())
+                       for a in "qkv" for t in ("weight", "bias")]
                       + [("w_o.weight", "out_proj.weight", (0,)), ("w_o.bias", "out_proj.bias", (0,))]}
 _MARIAN_TENSORS["cross_attention"] = _MARIAN_TENSORS["self_attention"]
 
 def marian_names(
     c: TransformerConfig,  # the book's model configuration
 ) -> list[tuple[str, str, tuple[int, ...]]]:
-    "(the book's tensor, Marian's tensor, the axes of it that run over d_model) for every weight of a model with config `c`, from `parameter_map`."
+    # read from `parameter_map`
+    "(the book's tensor, Marian's tensor, the axes of it that run over d_model) for every weight of a `c` model."
     return [(_join(ours, o), _join(theirs, t), axes) for kind, ours, theirs, _ in parameter_map(c) if theirs is not None
             for o, t, axes in _MARIAN_TENSORS[kind]]
 
@@ -81,7 +91,8 @@ def _permuted(t: Tensor, axes: tuple[int, ...], perm: Tensor) -> Tensor:
 # %% ../nbs/20_real_models.ipynb #079fa6c9
 MARIAN_ACTIVATIONS = {"relu": "relu", "swish": "swish", "silu": "swish"}   # transformers' names -> the book's
 _OTHER_MODELS = {"bart": "learned positions and a LayerNorm on the embeddings",
-                 "mbart": "pre-norm layers, learned positions and a LayerNorm on the embeddings", "m2m_100": "pre-norm layers"}
+                 "mbart": "pre-norm layers, learned positions and a LayerNorm on the embeddings",
+                 "m2m_100": "pre-norm layers"}
 
 def marian_refusals(
     config,  # a transformers configuration (a `MarianConfig`, or any other)
@@ -93,14 +104,18 @@ def marian_refusals(
         return [f"model_type={kind!r}: only Marian models (MarianMTModel) can be imported"
                 + (f"; this architecture has {_OTHER_MODELS[kind]}" if kind in _OTHER_MODELS else "")]
     if get("normalize_before"): why.append("normalize_before=True: pre-norm layers (Marian's layout here is post-norm)")
-    if get("normalize_embedding") or get("layernorm_embedding"): why.append("a LayerNorm on the embeddings (normalize_embedding)")
+    if get("normalize_embedding") or get("layernorm_embedding"):
+        why.append("a LayerNorm on the embeddings (normalize_embedding)")
     if get("add_final_layer_norm"): why.append("add_final_layer_norm=True: a LayerNorm after the last layer")
     if get("static_position_embeddings") is False: why.append("static_position_embeddings=False: learned positions")
     if get("activation_function") not in MARIAN_ACTIVATIONS:
-        why.append(f"activation_function={get('activation_function')!r}: the book's feed-forward network has 'relu' and 'swish'")
-    if not get("scale_embedding", False): why.append("scale_embedding=False: the book multiplies embeddings by √d_model (§3.4)")
+        why.append(f"activation_function={get('activation_function')!r}: "
+                   "the book's feed-forward network has 'relu' and 'swish'")
+    if not get("scale_embedding", False):
+        why.append("scale_embedding=False: the book multiplies embeddings by √d_model (§3.4)")
     for a, b in (("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")):
-        if get(a) != get(b): why.append(f"{a}={get(a)} but {b}={get(b)}: the book's encoder and decoder have the same sizes")
+        if get(a) != get(b):
+            why.append(f"{a}={get(a)} but {b}={get(b)}: the book's encoder and decoder have the same sizes")
     if get("d_model", 0) % 2: why.append(f"d_model={get('d_model')}: the sinusoid needs an even width")
     if isinstance(get("eos_token_id"), (list, tuple)) and len(get("eos_token_id")) > 1:
         why.append(f"eos_token_id={get('eos_token_id')}: the book's decoders stop at one EOS token")
@@ -113,7 +128,8 @@ def export_refusals(
     "Each setting of `c` that the target format cannot represent, named; an empty list if the model can be exported."
     why = []
     if to == "marian" and c.norm_first: why.append("norm_first=True: pre-norm layers (MarianMTModel is post-norm)")
-    if to == "marian" and c.positional != "sinusoidal": why.append(f"positional={c.positional!r}: MarianMTModel has sinusoidal positions only")
+    if to == "marian" and c.positional != "sinusoidal":
+        why.append(f"positional={c.positional!r}: MarianMTModel has sinusoidal positions only")
     if to == "ct2" and c.positional not in ("sinusoidal", "learned"):
         why.append(f"positional={c.positional!r}: the export writes a table of positions (sinusoidal or learned)")
     for k, size in (("d_k", c.head_dim), ("d_v", c.value_dim)):
@@ -122,7 +138,8 @@ def export_refusals(
 
 # %% ../nbs/20_real_models.ipynb #588178a1
 class MarianVocab:
-    "A Marian model's tokenizer, usable wherever the book takes a `Tokenizer`: source and target sentencepiece models, and the vocabulary (one shared, or one per side) that numbers their pieces."
+    # source and target sentencepiece models, and the vocabulary (one shared, or one per side) that numbers their pieces
+    "A Marian model's tokenizer, usable wherever the book takes a `Tokenizer`."
     files = ("source.spm", "target.spm", "vocab.json", "target_vocab.json", "tokenizer_config.json")
 
     def __init__(self,
@@ -133,12 +150,15 @@ class MarianVocab:
                  unk: str = "<unk>", eos: str = "</s>", pad: str = "<pad>"):  # the special pieces
         import sentencepiece as spm
         self.source_spm, self.target_spm = bytes(source_spm), bytes(target_spm)
-        self.sp_src, self.sp_tgt = (spm.SentencePieceProcessor(model_proto=p) for p in (self.source_spm, self.target_spm))
-        self.vocab, self.target_vocab, self.special = dict(vocab), None if target_vocab is None else dict(target_vocab), (unk, eos, pad)
+        self.sp_src, self.sp_tgt = (spm.SentencePieceProcessor(model_proto=p)
+                                    for p in (self.source_spm, self.target_spm))
+        self.vocab, self.target_vocab = dict(vocab), None if target_vocab is None else dict(target_vocab)
+        self.special = (unk, eos, pad)
         by_id = lambda v: [p for p, _ in sorted(v.items(), key=lambda x: x[1])]
         self.source_pieces, self.target_pieces = by_id(self.vocab), by_id(self.target_vocab or self.vocab)
         for side, v in (("source", self.vocab), ("target", self.target_vocab or self.vocab)):
-            if sorted(v.values()) != list(range(len(v))): raise ValueError(f"the {side} vocabulary's ids are not 0 … {len(v) - 1}")
+            if sorted(v.values()) != list(range(len(v))):
+                raise ValueError(f"the {side} vocabulary's ids are not 0 … {len(v) - 1}")
             missing = [p for p in (unk, eos, pad) if p not in v]
             if missing: raise ValueError(f"the {side} vocabulary has no {missing}")
         tv = self.target_vocab or self.vocab
@@ -150,37 +170,46 @@ class MarianVocab:
     def load(cls, path: str | Path) -> "MarianVocab":
         "Read the tokenizer files of a Marian model directory (as `MarianTokenizer.save_pretrained` writes them)."
         path = Path(path)
-        if not (path / "source.spm").is_file(): raise FileNotFoundError(f"no source.spm in {path}: not a Marian model directory")
-        cfg = json.loads((path / "tokenizer_config.json").read_text()) if (path / "tokenizer_config.json").is_file() else {}
+        if not (path / "source.spm").is_file():
+            raise FileNotFoundError(f"no source.spm in {path}: not a Marian model directory")
+        cfg_file = path / "tokenizer_config.json"
+        cfg = json.loads(cfg_file.read_text()) if cfg_file.is_file() else {}
         tok = lambda k, d: (cfg.get(k) or {}).get("content", d) if isinstance(cfg.get(k), dict) else cfg.get(k) or d
         target = json.loads((path / "target_vocab.json").read_text()) if cfg.get("separate_vocabs") else None
-        return cls((path / "source.spm").read_bytes(), (path / "target.spm").read_bytes(), json.loads((path / "vocab.json").read_text()),
-                   target, tok("unk_token", "<unk>"), tok("eos_token", "</s>"), tok("pad_token", "<pad>"))
+        return cls((path / "source.spm").read_bytes(), (path / "target.spm").read_bytes(),
+                   json.loads((path / "vocab.json").read_text()), target,
+                   tok("unk_token", "<unk>"), tok("eos_token", "</s>"), tok("pad_token", "<pad>"))
 
     @classmethod
     def from_hf(cls, tok) -> "MarianVocab":
         "The same vocabulary as a transformers `MarianTokenizer`."
         return cls(tok.spm_source.serialized_model_proto(), tok.spm_target.serialized_model_proto(), tok.encoder,
-                   tok.target_encoder if tok.separate_vocabs else None, str(tok.unk_token), str(tok.eos_token), str(tok.pad_token))
+                   tok.target_encoder if tok.separate_vocabs else None, str(tok.unk_token), str(tok.eos_token),
+                   str(tok.pad_token))
 
     @classmethod
     def from_tokenizer(cls, tok: Tokenizer) -> "MarianVocab":
-        "The book's shared `Tokenizer` as Marian's files: its one sentencepiece model on both sides, its ids as they are."
+        "The book's shared `Tokenizer` as Marian's files: its one sentencepiece model on both sides, its ids as is."
         return cls(tok.model_proto, tok.model_proto, {tok.id_to_piece(i): i for i in range(tok.vocab_size)})
 
     def save(self, path: str | Path) -> Path:
         "Write the files `MarianTokenizer.from_pretrained` reads."
-        path = Path(path); path.mkdir(parents=True, exist_ok=True)
-        (path / "source.spm").write_bytes(self.source_spm); (path / "target.spm").write_bytes(self.target_spm)
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "source.spm").write_bytes(self.source_spm)
+        (path / "target.spm").write_bytes(self.target_spm)
         (path / "vocab.json").write_text(json.dumps(self.vocab, ensure_ascii=False, indent=1))
-        if self.target_vocab is not None: (path / "target_vocab.json").write_text(json.dumps(self.target_vocab, ensure_ascii=False, indent=1))
+        if self.target_vocab is not None:
+            (path / "target_vocab.json").write_text(json.dumps(self.target_vocab, ensure_ascii=False, indent=1))
         unk, eos, pad = self.special
-        (path / "tokenizer_config.json").write_text(json.dumps(dict(tokenizer_class="MarianTokenizer", unk_token=unk, eos_token=eos,
-                                                                     pad_token=pad, separate_vocabs=self.target_vocab is not None), indent=1))
+        config = dict(tokenizer_class="MarianTokenizer", unk_token=unk, eos_token=eos, pad_token=pad,
+                      separate_vocabs=self.target_vocab is not None)
+        (path / "tokenizer_config.json").write_text(json.dumps(config, indent=1))
         return path
 
+    # the model's output side, as `translate` checks it
     @property
-    def vocab_size(self) -> int: return len(self.target_pieces)       # the model's output side, as `translate` checks it
+    def vocab_size(self) -> int: return len(self.target_pieces)
     @property
     def src_vocab_size(self) -> int: return len(self.source_pieces)
     def __repr__(self) -> str: return f"MarianVocab(source {self.src_vocab_size} pieces, target {self.vocab_size})"
@@ -209,11 +238,13 @@ class MarianVocab:
         for i in map(int, ids):
             if i == self.eos_id: break
             if i in self.skip: continue
-            if not 0 <= i < self.vocab_size: raise ValueError(f"token id {i} is outside the target vocabulary (size {self.vocab_size})")
+            if not 0 <= i < self.vocab_size:
+                raise ValueError(f"token id {i} is outside the target vocabulary (size {self.vocab_size})")
             out.append(self.target_pieces[i])
         return self.sp_tgt.decode_pieces(out).replace("▁", " ").strip()
 
-    def decode_batch(self, batch) -> list[str]: return [self.decode(r) for r in (batch.tolist() if hasattr(batch, "tolist") else batch)]
+    def decode_batch(self, batch) -> list[str]:
+        return [self.decode(r) for r in (batch.tolist() if hasattr(batch, "tolist") else batch)]
     def id_to_piece(self, i: int) -> str: return self.target_pieces[int(i)]
     def source_id_to_piece(self, i: int) -> str: return self.source_pieces[int(i)]
 
@@ -230,7 +261,8 @@ def _transformers():
 def from_marian_model(
     hf,  # a transformers `MarianMTModel`
 ) -> Transformer:
-    "The book's `Transformer` computing the same function as a `MarianMTModel`: its settings as options, its weights with d_model permuted."
+    # its settings as options, its weights with d_model permuted
+    "The book's `Transformer` computing the same function as a `MarianMTModel`."
     mc = hf.config
     why = marian_refusals(mc)
     if why: raise ValueError("this model cannot be imported: " + "; ".join(why))
@@ -240,34 +272,40 @@ def from_marian_model(
     c = TransformerConfig(
         src_vocab_size=enc.size(0), tgt_vocab_size=dec.size(0), d_model=mc.d_model, n_heads=mc.encoder_attention_heads,
         d_ff=mc.encoder_ffn_dim, n_enc_layers=mc.encoder_layers, n_dec_layers=mc.decoder_layers, dropout=mc.dropout,
-        attn_dropout=mc.attention_dropout, ffn_dropout=mc.activation_dropout, activation=MARIAN_ACTIVATIONS[mc.activation_function],
+        attn_dropout=mc.attention_dropout, ffn_dropout=mc.activation_dropout,
+        activation=MARIAN_ACTIVATIONS[mc.activation_function],
         max_len=mc.max_position_embeddings, share_embeddings=same(enc, dec), tie_output=same(head, dec),
-        logits_bias=bool(hf.final_logits_bias.any()), pad_id=mc.pad_token_id, bos_id=mc.decoder_start_token_id, eos_id=eos)
+        logits_bias=bool(hf.final_logits_bias.any()), pad_id=mc.pad_token_id, bos_id=mc.decoder_start_token_id,
+        eos_id=eos)
     model = Transformer(c)
     theirs, ours = hf.state_dict(), model.state_dict()
     inv = marian_permutation(c.d_model).argsort()                     # Marian's layout -> the book's
-    model.load_state_dict({o: _permuted(theirs[t], axes, inv).reshape(ours[o].shape) for o, t, axes in marian_names(c)}, strict=True)
+    model.load_state_dict({o: _permuted(theirs[t], axes, inv).reshape(ours[o].shape)
+                           for o, t, axes in marian_names(c)}, strict=True)
     return model.eval()
 
 def from_marian(
-    source,  # a `MarianMTModel`, a directory it was saved to, or a model name transformers can fetch (e.g. 'Helsinki-NLP/opus-mt-de-en')
+    source,  # a `MarianMTModel`, its saved directory, or a model name for transformers ('Helsinki-NLP/opus-mt-de-en')
     tokenizer=None,  # with a model object: its `MarianTokenizer` or tokenizer directory (default: none)
 ) -> tuple[Transformer, MarianVocab | None]:
-    "Import a Marian translation model and its tokenizer: the book's `Transformer` and a `MarianVocab` that `translate` accepts."
+    "Import a Marian translation model and its tokenizer: the book's `Transformer` and a `MarianVocab` for `translate`."
     tf = _transformers()
     if isinstance(source, (str, Path)):
         hf, tokenizer = tf.MarianMTModel.from_pretrained(str(source)), source if tokenizer is None else tokenizer
     else: hf = source
     if isinstance(tokenizer, (str, Path)):
-        tokenizer = MarianVocab.load(tokenizer) if Path(tokenizer).is_dir() else tf.MarianTokenizer.from_pretrained(str(tokenizer))
+        tokenizer = (MarianVocab.load(tokenizer) if Path(tokenizer).is_dir()
+                     else tf.MarianTokenizer.from_pretrained(str(tokenizer)))
     if tokenizer is not None and not isinstance(tokenizer, MarianVocab): tokenizer = MarianVocab.from_hf(tokenizer)
     model = from_marian_model(hf)
     if tokenizer is not None:
         c, (_, eos, pad) = model.config, tokenizer.special
         if (tokenizer.vocab[pad], tokenizer.vocab[eos]) != (c.pad_id, c.eos_id):
-            raise ValueError(f"the source vocabulary numbers {pad} and {eos} {tokenizer.vocab[pad]} and {tokenizer.vocab[eos]}, the model "
+            raise ValueError(f"the source vocabulary numbers {pad} and {eos} {tokenizer.vocab[pad]} and "
+                             f"{tokenizer.vocab[eos]}, the model "
                              f"{c.pad_id} and {c.eos_id}: the book uses one padding id and one EOS id on both sides")
-        check_fits(tokenizer, c)                                           # sizes of both sides, the target's padding and EOS
+        # sizes of both sides, the target's padding and EOS
+        check_fits(tokenizer, c)
     return model, tokenizer
 
 # %% ../nbs/20_real_models.ipynb #2c8fdb46
@@ -278,17 +316,19 @@ def marian_config(
     why = export_refusals(c, "marian")
     if why: raise ValueError("this model cannot be exported to Marian: " + "; ".join(why))
     return _transformers().MarianConfig(
-        vocab_size=c.src_vocab_size, decoder_vocab_size=c.tgt_vocab_size, d_model=c.d_model, encoder_layers=c.n_enc_layers,
-        decoder_layers=c.n_dec_layers, encoder_attention_heads=c.n_heads, decoder_attention_heads=c.n_heads, encoder_ffn_dim=c.d_ff,
-        decoder_ffn_dim=c.d_ff, activation_function=c.activation, max_position_embeddings=c.max_len, scale_embedding=True,
+        vocab_size=c.src_vocab_size, decoder_vocab_size=c.tgt_vocab_size, d_model=c.d_model,
+        encoder_layers=c.n_enc_layers, decoder_layers=c.n_dec_layers, encoder_attention_heads=c.n_heads,
+        decoder_attention_heads=c.n_heads, encoder_ffn_dim=c.d_ff, decoder_ffn_dim=c.d_ff,
+        activation_function=c.activation, max_position_embeddings=c.max_len, scale_embedding=True,
         share_encoder_decoder_embeddings=c.share_embeddings, tie_word_embeddings=c.tie_output, dropout=c.dropout,
-        attention_dropout=c.attn_dropout, activation_dropout=c.ffn_dropout, pad_token_id=c.pad_id, eos_token_id=c.eos_id,
-        decoder_start_token_id=c.bos_id, forced_eos_token_id=None)
+        attention_dropout=c.attn_dropout, activation_dropout=c.ffn_dropout, pad_token_id=c.pad_id,
+        eos_token_id=c.eos_id, decoder_start_token_id=c.bos_id, forced_eos_token_id=None)
 
 def to_marian_model(
     model: Transformer,  # the book's model
 ):
-    "A transformers `MarianMTModel` computing the same function as `model` (its weights with d_model permuted to Marian's layout)."
+    # its weights with d_model permuted to Marian's layout
+    "A transformers `MarianMTModel` computing the same function as `model`."
     tf, c = _transformers(), model.config
     hf = tf.MarianMTModel(marian_config(c)).eval()
     ours, theirs, perm = model.state_dict(), hf.state_dict(), marian_permutation(c.d_model)
@@ -309,7 +349,7 @@ def to_marian(
     tokenizer,  # its `Tokenizer` (or a `MarianVocab`, for an imported model)
     out_dir: str | Path,  # the directory to write
 ) -> Path:
-    "Write `model` and its tokenizer as a Marian model directory that transformers' `from_pretrained` and `pipeline` load."
+    "Write `model` and its tokenizer as a Marian model directory, which transformers' `from_pretrained` loads."
     out = Path(out_dir)
     to_marian_model(model).save_pretrained(out)
     (tokenizer if isinstance(tokenizer, MarianVocab) else MarianVocab.from_tokenizer(tokenizer)).save(out)
@@ -328,18 +368,22 @@ def load_tokenizer(
 def is_marian(
     path: str | Path,  # a local path, or a model name
 ) -> bool:
-    "Whether `path` is a Marian model: a directory whose config.json says model_type 'marian', or a name that is no local path."
+    "Whether `path` is a Marian model: a directory whose config.json says model_type 'marian', or a non-local name."
     p = Path(path)
-    if p.is_dir(): return (p / "config.json").is_file() and json.loads((p / "config.json").read_text()).get("model_type") == "marian"
+    if p.is_dir():
+        config = p / "config.json"
+        return config.is_file() and json.loads(config.read_text()).get("model_type") == "marian"
     name = str(path)   # a hub name is owner/model; an absolute or relative path that does not exist is not one
-    return not p.exists() and name.count("/") == 1 and not name.startswith(("/", ".", "~")) and not name.endswith((".safetensors", ".model"))
+    return (not p.exists() and name.count("/") == 1 and not name.startswith(("/", ".", "~"))
+            and not name.endswith((".safetensors", ".model")))
 
 # %% ../nbs/20_real_models.ipynb #046a5b73
 def _ctranslate2():
-    "The `ctranslate2` package, its libraries bound to their own OpenMP runtime; or an error that says how to install it."
-    # Imported plainly, CTranslate2's OpenMP calls reach PyTorch's libgomp (loaded first, globally), whose one pool then holds
-    # both engines' threads: with more threads than cores it stops spinning between parallel regions, and both engines slow
-    # down at two threads and more ([How fast](19_speed.ipynb) measures it). RTLD_DEEPBIND binds it to its own libgomp.
+    "The `ctranslate2` package, its libraries bound to their own OpenMP runtime; or an error that says how to install."
+    # Imported plainly, CTranslate2's OpenMP calls reach PyTorch's libgomp (loaded first, globally), whose one pool
+    # then holds both engines' threads: with more threads than cores it stops spinning between parallel regions, and
+    # both engines slow down at two threads and more ([How fast](19_speed.ipynb) measures it). RTLD_DEEPBIND binds it
+    # to its own libgomp.
     flags = sys.getdlopenflags()
     if "ctranslate2" not in sys.modules and hasattr(os, "RTLD_DEEPBIND"): sys.setdlopenflags(flags | os.RTLD_DEEPBIND)
     try:
@@ -350,31 +394,41 @@ def _ctranslate2():
     return ctranslate2
 
 def _ct2_serve() -> None:
-    "The child's side of `CT2Process`, on its stdin and stdout: load a `ctranslate2.Translator`, then answer `translate_batch` calls until None comes."
+    # load a `ctranslate2.Translator`, then answer `translate_batch` calls until None comes
+    "The child's side of `CT2Process`, on its stdin and stdout."
     inp, out = sys.stdin.buffer, os.fdopen(os.dup(1), "wb")                  # the answers go out on a copy of stdout;
-    os.dup2(2, 1); sys.stdout = sys.stderr                                   # whatever else writes to stdout, Python or C++, reaches stderr
-    def send(kind: str, value) -> None: pickle.dump((kind, value), out); out.flush()
+    # whatever else writes to stdout, Python or C++, reaches stderr
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    def send(kind: str, value) -> None:
+        pickle.dump((kind, value), out)
+        out.flush()
     path, files, settings = pickle.load(inp)
     try: ct2 = _ctranslate2().Translator(path, files=files and {n: io.BytesIO(b) for n, b in files.items()}, **settings)
-    except Exception as e: send("error", str(e)); return
+    except Exception as e:
+        send("error", str(e))
+        return
     send("ok", ct2.compute_type)
     while True:
         try: call = pickle.load(inp)
         except EOFError: return                                               # the parent is gone
         if call is None: return
-        try: send("ok", [SimpleNamespace(hypotheses=r.hypotheses, scores=r.scores) for r in ct2.translate_batch(call[0], **call[1])])
+        try: send("ok", [SimpleNamespace(hypotheses=r.hypotheses, scores=r.scores)
+                         for r in ct2.translate_batch(call[0], **call[1])])
         except Exception as e: send("error", str(e))
 
 class CT2Process:
-    "A `ctranslate2.Translator` in a process of its own, with its `translate_batch` (results as plain objects) and `compute_type`."
-    # In one process, two engines' OpenMP threads (ours and CTranslate2's, or CTranslate2's float32 and int8) outnumber the
-    # cores; the OpenMP runtime then stops spinning between parallel regions and the engine that runs slows down, at two
-    # threads by a third to a half ([How fast](19_speed.ipynb) measures it). A process of its own is how the engine runs when deployed.
+    "A `ctranslate2.Translator` in a process of its own, with its `translate_batch` (plain results) and `compute_type`."
+    # In one process, two engines' OpenMP threads (ours and CTranslate2's, or CTranslate2's float32 and int8)
+    # outnumber the cores; the OpenMP runtime then stops spinning between parallel regions and the engine that runs
+    # slows down, at two threads by a third to a half ([How fast](19_speed.ipynb) measures it). A process of its own
+    # is how the engine runs when deployed.
     def __init__(self,
                  path: str | Path,  # a CTranslate2 model directory (or the name of the model in `files`)
                  files: dict[str, bytes] | None = None,  # the model's files, by name, in place of a directory
                  **settings):  # `ctranslate2.Translator`'s: device, compute_type, intra_threads, …
-        cmd = [sys.executable, "-c", "from annotated_tx.interop import _ct2_serve; _ct2_serve()"]   # a fresh interpreter
+        # a fresh interpreter
+        cmd = [sys.executable, "-c", "from annotated_tx.interop import _ct2_serve; _ct2_serve()"]
         self.process = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         weakref.finalize(self, CT2Process._stop, self.process)
         self.compute_type = self._call((str(path), files, settings))
@@ -385,16 +439,20 @@ class CT2Process:
 
     def _call(self, message):
         try:
-            pickle.dump(message, self.process.stdin); self.process.stdin.flush()
+            pickle.dump(message, self.process.stdin)
+            self.process.stdin.flush()
             kind, value = pickle.load(self.process.stdout)
-        except (EOFError, OSError): raise RuntimeError(f"CTranslate2's process ended (exit status {self.process.poll()})") from None
+        except (EOFError, OSError):
+            raise RuntimeError(f"CTranslate2's process ended (exit status {self.process.poll()})") from None
         if kind == "error": raise ValueError(f"CTranslate2: {value}")
         return value
 
     @staticmethod
     def _stop(process) -> None:
         "End the child: its input closed, it stops at the end of input (names only the process: this runs at exit too)."
-        try: process.stdin.close(); process.wait(5)
+        try:
+            process.stdin.close()
+            process.wait(5)
         except Exception: process.kill()
 
 def vocabularies(
@@ -409,9 +467,11 @@ def _ct2_fill(
     spec,  # CTranslate2's `TransformerSpec`
     model: Transformer,  # the book's model
 ) -> None:
-    "Copy the weights of `model` into `spec`, part by part of `parameter_map` (fused Q, K, V; one array for a shared tensor)."
-    arrays = {}                                                         # id -> (tensor, its array): one array per tensor
-    def f(t: Tensor):                                                   # a copy: quantizing the spec must not touch the model
+    "Copy the weights of `model` into `spec`, part by part of `parameter_map` (fused Q, K, V; a shared tensor once)."
+    # id -> (tensor, its array): one array per tensor
+    arrays = {}
+    # f: a copy, as quantizing the spec must not touch the model
+    def f(t: Tensor):
         if id(t) not in arrays: arrays[id(t)] = t, t.detach().float().cpu().numpy().copy()
         return arrays[id(t)][1]
     def linear(s, w: Tensor, b: Tensor):
@@ -419,16 +479,22 @@ def _ct2_fill(
     for kind, ours, _, theirs in parameter_map(model.config):
         s = spec
         for a in theirs.split("."): s = s[int(a)] if a.isdigit() else getattr(s, a)
-        if kind == "logits_bias": s.bias = f(model.get_parameter(ours)); continue
+        if kind == "logits_bias":
+            s.bias = f(model.get_parameter(ours))
+            continue
         m = model.get_submodule(ours)
         if kind == "embedding": (s[0] if isinstance(s, list) else s).weight = f(m.weight)
         elif kind == "projection": s.weight = f(m.weight)
         elif kind == "norm": s.gamma, s.beta = f(m.weight), f(m.bias)
-        elif kind == "ffn": linear(s.linear_0, m.w_1.weight, m.w_1.bias); linear(s.linear_1, m.w_2.weight, m.w_2.bias)
+        elif kind == "ffn":
+            linear(s.linear_0, m.w_1.weight, m.w_1.bias)
+            linear(s.linear_1, m.w_2.weight, m.w_2.bias)
         else:
             ws = [m.w_q, m.w_k, m.w_v]
-            groups = [ws] if kind == "self_attention" else [ws[:1], ws[1:]]   # self: Q, K, V in one; cross: Q, then K and V
-            for lin, g in zip(s.linear, groups): linear(lin, torch.cat([w.weight for w in g]), torch.cat([w.bias for w in g]))
+            # self: Q, K, V in one; cross: Q, then K and V
+            groups = [ws] if kind == "self_attention" else [ws[:1], ws[1:]]
+            for lin, g in zip(s.linear, groups):
+                linear(lin, torch.cat([w.weight for w in g]), torch.cat([w.bias for w in g]))
             linear(s.linear[-1], m.w_o.weight, m.w_o.bias)
     for side, pos in ((spec.encoder, model.src_pos), (spec.decoder, model.tgt_pos)):
         side.scale_embeddings = True                                      # × √d_model
@@ -438,22 +504,26 @@ def ct2_spec(
     model: Transformer,  # the book's model
     tokenizer,  # its `Tokenizer`, `MarianVocab`, or list of pieces
 ):
-    "CTranslate2's description of `model`: its weights as they are (fused Q, K, V), its table of positions, its vocabularies."
+    "CTranslate2's description of `model`: its weights as is (fused Q, K, V), its table of positions, its vocabularies."
     _ctranslate2()
     from ctranslate2.specs import common_spec, transformer_spec
     c = model.config
     why = export_refusals(c, "ct2")
     if why: raise ValueError("this model cannot be exported to CTranslate2: " + "; ".join(why))
     src_pieces, tgt_pieces = vocabularies(tokenizer)
-    check_fits(tokenizer if hasattr(tokenizer, "vocab_size") else SimpleNamespace(src_vocab_size=len(src_pieces), vocab_size=len(tgt_pieces)), c)
+    check_fits(tokenizer if hasattr(tokenizer, "vocab_size")
+               else SimpleNamespace(src_vocab_size=len(src_pieces), vocab_size=len(tgt_pieces)), c)
     act = {"relu": common_spec.Activation.RELU, "swish": common_spec.Activation.SWISH}[c.activation]
-    spec = transformer_spec.TransformerSpec.from_config((c.n_enc_layers, c.n_dec_layers), c.n_heads, pre_norm=c.norm_first, activation=act)
+    spec = transformer_spec.TransformerSpec.from_config((c.n_enc_layers, c.n_dec_layers), c.n_heads,
+                                                        pre_norm=c.norm_first, activation=act)
     _ct2_fill(spec, model)
     cfg = spec.config
     cfg.unk_token = next((p for p in ("<unk>",) if p in tgt_pieces), tgt_pieces[1])
     cfg.bos_token = cfg.decoder_start_token = tgt_pieces[c.bos_id]
-    cfg.eos_token, cfg.add_source_eos, cfg.layer_norm_epsilon = tgt_pieces[c.eos_id], True, 1e-5   # nn.LayerNorm's epsilon
-    spec.register_source_vocabulary(src_pieces); spec.register_target_vocabulary(tgt_pieces)
+    # nn.LayerNorm's epsilon
+    cfg.eos_token, cfg.add_source_eos, cfg.layer_norm_epsilon = tgt_pieces[c.eos_id], True, 1e-5
+    spec.register_source_vocabulary(src_pieces)
+    spec.register_target_vocabulary(tgt_pieces)
     return spec
 
 def to_ctranslate2(
@@ -471,7 +541,8 @@ def to_ctranslate2(
     SpecConverter().convert(str(out), quantization=quantization, force=force)
     if isinstance(tokenizer, Tokenizer): tokenizer.save(out / "tokenizer.model")
     elif isinstance(tokenizer, MarianVocab): tokenizer.save(out)
-    (out / "annotated_tx.json").write_text(json.dumps({"config": model.config.to_dict(), "quantization": quantization}, indent=1))
+    (out / "annotated_tx.json").write_text(json.dumps({"config": model.config.to_dict(), "quantization": quantization},
+                                                      indent=1))
     return out
 
 # %% ../nbs/20_real_models.ipynb #580590b2
@@ -482,43 +553,52 @@ class CT2Translator(Translator):
     def __init__(self,
                  path: str | Path,  # a directory written by `to_ctranslate2` (or `annotated-tx export --to ct2`)
                  device: str = "cpu",  # 'cpu' or 'cuda'
-                 threads: int | None = None,  # CPU threads of one translation (default: CTranslate2's 4, at most the cores there are)
+                 threads: int | None = None,  # CPU threads per translation (default: CTranslate2's 4, <= the cores)
                  compute_type: str = "default",  # 'default' (as saved), 'float32', 'int8', ... (converted when loaded)
                  process: bool = False):  # run CTranslate2 in a process of its own (`CT2Process`), as the benchmarks do
         ct2, path = _ctranslate2(), Path(path)
         if not (path / "model.bin").is_file():
-            raise FileNotFoundError(f"{path} is not a CTranslate2 model directory (no model.bin); write one with to_ctranslate2")
-        if not (path / "annotated_tx.json").is_file(): raise FileNotFoundError(f"no annotated_tx.json in {path}: not written by to_ctranslate2")
+            raise FileNotFoundError(f"{path} is not a CTranslate2 model directory (no model.bin); "
+                                    "write one with to_ctranslate2")
+        if not (path / "annotated_tx.json").is_file():
+            raise FileNotFoundError(f"no annotated_tx.json in {path}: not written by to_ctranslate2")
         self.config = TransformerConfig.from_dict(json.loads((path / "annotated_tx.json").read_text())["config"])
         self.tokenizer, self.device = load_tokenizer(path), torch.device("cpu")
-        self.threads = threads or min(4, len(os.sched_getaffinity(0)))                # CTranslate2's 4, but no more than the cores
+        # CTranslate2's 4, but no more than the cores
+        self.threads = threads or min(4, len(os.sched_getaffinity(0)))
         make = CT2Process if process else ct2.Translator
         self.ct2 = make(str(path), device=device, compute_type=compute_type, intra_threads=self.threads)
         self.src_pieces, tgt_pieces = vocabularies(self.tokenizer)
         self.tgt_ids = {p: i for i, p in enumerate(tgt_pieces)}
         c = self.config
-        self.suppress = [[tgt_pieces[i]] for i in sorted({c.pad_id, c.bos_id})]     # never produced, as in the book's decoders
+        # never produced, as in the book's decoders
+        self.suppress = [[tgt_pieces[i]] for i in sorted({c.pad_id, c.bos_id})]
 
     def check(self, cfg: DecodeConfig, attention: bool) -> None:
-        "Refuse what CTranslate2 cannot do: a search other than greedy and beam, Wu et al.'s penalty, the attention of every layer."
-        if cfg.search not in ("greedy", "beam"): raise ValueError(f"CTranslate2 runs greedy and beam search only, not {cfg.search!r}")
+        "Refuse what CTranslate2 cannot do: searches but greedy and beam, Wu et al.'s penalty, every layer's attention."
+        if cfg.search not in ("greedy", "beam"):
+            raise ValueError(f"CTranslate2 runs greedy and beam search only, not {cfg.search!r}")
         if _ct2_beam(cfg) > 1 and cfg.convention != "hf":
-            raise ValueError("CTranslate2's beam search divides by |Y|^α: it has no Wu et al. penalty (use convention 'hf'; on the command line --length-penalty hf)")
+            raise ValueError("CTranslate2's beam search divides by |Y|^α: it has no Wu et al. penalty "
+                             "(use convention 'hf'; on the command line --length-penalty hf)")
         if attention: raise ValueError("the attention of every layer and head is available with the torch engine only")
 
     def search(self, src: Tensor, cfg: DecodeConfig) -> tuple[Tensor, Tensor]:
-        "Tokens `[B, n, T]` and scores `[B, n]` from CTranslate2 (its scores: log P for greedy, log P / |Y|^α for beam search)."
+        "Tokens `[B, n, T]` and scores `[B, n]` from CTranslate2 (log P for greedy, log P / |Y|^α for beam search)."
         c, beam, n_best = self.config, _ct2_beam(cfg), cfg.n_best or 1
         T = int(max_output_lengths(src, c.pad_id, cfg.max_len_a, cfg.max_len_b, c.max_len).max())
-        rows = [[self.src_pieces[i] for i in r if i != c.pad_id][:-1] for r in src.tolist()]   # the model appends EOS itself
-        res = self.ct2.translate_batch(rows, beam_size=beam, num_hypotheses=n_best, length_penalty=cfg.alpha if beam > 1 else 0.0,
-                                       max_decoding_length=T, min_decoding_length=cfg.min_len, max_input_length=0, return_scores=True,
-                                       return_end_token=True, suppress_sequences=self.suppress)
+        # the model appends EOS itself
+        rows = [[self.src_pieces[i] for i in r if i != c.pad_id][:-1] for r in src.tolist()]
+        res = self.ct2.translate_batch(rows, beam_size=beam, num_hypotheses=n_best,
+                                       length_penalty=cfg.alpha if beam > 1 else 0.0,
+                                       max_decoding_length=T, min_decoding_length=cfg.min_len, max_input_length=0,
+                                       return_scores=True, return_end_token=True, suppress_sequences=self.suppress)
         tokens = torch.full((len(rows), n_best, T), c.pad_id, dtype=torch.long)
         scores = torch.full((len(rows), n_best), -math.inf)
         for b, r in enumerate(res):
             for j, (hyp, s) in enumerate(zip(r.hypotheses, r.scores)):
-                tokens[b, j, :len(hyp)] = torch.tensor([self.tgt_ids[p] for p in hyp], dtype=torch.long); scores[b, j] = s
+                tokens[b, j, :len(hyp)] = torch.tensor([self.tgt_ids[p] for p in hyp], dtype=torch.long)
+                scores[b, j] = s
         return tokens, scores
 
 # %% ../nbs/20_real_models.ipynb #7ede6384
@@ -531,22 +611,30 @@ def decode_peers(
     marian: bool = True,  # include HuggingFace MarianMTModel (needs transformers)
     ct2: bool = True,  # include CTranslate2, float32 and int8 (needs ctranslate2; CPU only)
 ) -> dict:
-    "Marian's generate() and CTranslate2 (float32, int8, each in a process of its own) on `model`'s own weights, each a function that decodes `src`: name -> fn (`bench_decode`'s peers)."
+    # each a function that decodes `src`: name -> fn (`bench_decode`'s peers)
+    "Marian's generate() and CTranslate2 (float32, int8, each in a process of its own) on `model`'s own weights."
     out, c = {}, model.config
     if marian:
         try:
-            import transformers; transformers.logging.set_verbosity_error()
-        except ImportError: print("HuggingFace transformers is not installed: pip install 'annotated_tx[interop]'; timing without Marian")
+            import transformers
+            transformers.logging.set_verbosity_error()
+        except ImportError:
+            print("HuggingFace transformers is not installed: pip install 'annotated_tx[interop]'; "
+                  "timing without Marian")
         else:
             hf, att = to_marian_model(model).to(src.device), (src != c.pad_id).long()
             def hf_generate(k):
                 with torch.inference_mode():
-                    return hf.generate(input_ids=src, attention_mask=att, num_beams=k, do_sample=False, max_new_tokens=T,
-                                       min_new_tokens=T)[:, 1:]              # drop the decoder start token
+                    # [:, 1:] drops the decoder start token
+                    return hf.generate(input_ids=src, attention_mask=att, num_beams=k, do_sample=False,
+                                       max_new_tokens=T, min_new_tokens=T)[:, 1:]
             out["Marian greedy"], out[f"Marian beam-{beam}"] = lambda: hf_generate(1), lambda: hf_generate(beam)
     if ct2 and src.device.type == "cpu":
-        try: _ctranslate2()                                               # installed? (to_ctranslate2 converts with it here)
-        except ImportError as e: print(f"{e}; timing without it"); return out
+        # installed? (to_ctranslate2 converts with it here)
+        try: _ctranslate2()
+        except ImportError as e:
+            print(f"{e}; timing without it")
+            return out
         import tempfile
         pieces = ["<pad>", "<unk>", "<s>", "</s>"] + [f"t{i}" for i in range(4, c.tgt_vocab_size)]
         ids = {p: i for i, p in enumerate(pieces)}
@@ -554,11 +642,12 @@ def decode_peers(
         with tempfile.TemporaryDirectory() as d:
             to_ctranslate2(model, pieces, d, "float32", force=True)
             files = {p.name: p.read_bytes() for p in Path(d).iterdir()}
+        # each in a process of its own (see `CT2Process`)
         engines = {q: CT2Process("peer", files, device="cpu", compute_type=q, intra_threads=torch.get_num_threads())
-                   for q in ("float32", "int8")}                              # each in a process of its own (see `CT2Process`)
+                   for q in ("float32", "int8")}
         def ct2_translate(q, k):
-            res = engines[q].translate_batch(rows, beam_size=k, min_decoding_length=T, max_decoding_length=T, max_input_length=0,
-                                             suppress_sequences=[["<pad>"], ["<s>"]])
+            res = engines[q].translate_batch(rows, beam_size=k, min_decoding_length=T, max_decoding_length=T,
+                                             max_input_length=0, suppress_sequences=[["<pad>"], ["<s>"]])
             return torch.tensor([[ids[p] for p in r.hypotheses[0]] for r in res])
         for q in ("float32", "int8"):
             out[f"CTranslate2 {q} greedy"] = lambda q=q: ct2_translate(q, 1)
@@ -567,32 +656,43 @@ def decode_peers(
 
 # %% ../nbs/20_real_models.ipynb #eafd3cc2
 def load_translator(
-    model: str | Path,  # a run directory, a model file, a Marian model (directory or name), or with engine 'ct2' a CTranslate2 directory
-    tokenizer: str | Path | None = None,  # the book's models only: its tokenizer (default: tokenizer.model next to the model)
+    model: str | Path,  # a run directory, a model file, a Marian model (directory or name), or a CT2 directory (ct2)
+    tokenizer: str | Path | None = None,  # the book's models only: its tokenizer (default: tokenizer.model beside it)
     device: str = "auto",  # 'auto' (cuda if available), 'cpu', 'cuda'
     engine: str = "torch",  # 'torch' (the book's decoders) or 'ct2' (CTranslate2)
     threads: int | None = None,  # CPU threads (default: the engine's choice)
-    compute_type: str = "default",  # CTranslate2: 'default' (as saved), 'float32', 'int8', ...; torch: 'default' (float32) or 'int8' (CPU)
-    compiled: bool | None = None,  # torch, float32 on the CPU: compiled decoding steps (`CompiledDecoder`, the engine chapter), True: compiled where not kept yet; None: those kept from earlier, if any; False: none
+    # compute_type: CTranslate2: 'default' (as saved), 'float32', 'int8', ...; torch: 'default' (float32), 'int8' (CPU)
+    compute_type: str = "default",  # the engine's precision, as above
+    # compiled: torch, float32 on the CPU: compiled decoding steps (`CompiledDecoder`, the engine chapter);
+    # True: compiled where not kept yet; None: those kept from earlier, if any; False: none
+    compiled: bool | None = None,  # compiled decoding steps: True, None or False, as above
 ) -> Translator:
     "A `Translator` for any model this library reads, on the engine asked for."
     path = Path(model)
     if compiled and (engine != "torch" or compute_type == "int8"):
-        raise ValueError("compiled decoding is the torch engine's, in float32: not with engine 'ct2' or compute_type 'int8'")
+        raise ValueError("compiled decoding is the torch engine's, in float32: "
+                         "not with engine 'ct2' or compute_type 'int8'")
     if engine == "ct2":
-        if tokenizer: raise ValueError("a CTranslate2 directory written by `annotated-tx export` holds its tokenizer: no --tokenizer")
+        if tokenizer:
+            raise ValueError("a CTranslate2 directory written by `annotated-tx export` holds its tokenizer: "
+                             "no --tokenizer")
         return CT2Translator(path, "cpu" if device == "auto" else device, threads, compute_type)
     if engine != "torch": raise ValueError(f"engine must be 'torch' or 'ct2', got {engine!r}")
     if compute_type not in ("default", "float32", "int8"):
-        raise ValueError(f"compute_type={compute_type!r} is a CTranslate2 setting: use engine 'ct2' (the torch engine has float32 and int8)")
+        raise ValueError(f"compute_type={compute_type!r} is a CTranslate2 setting: "
+                         "use engine 'ct2' (the torch engine has float32 and int8)")
     if threads: torch.set_num_threads(threads)
     dev = resolve_device(device)
-    if dev.type == "cpu": retain_freed_memory()    # as training does: else a beam's [rows, V] log-probabilities are mapped and zeroed afresh at every step
-    if compute_type == "int8" and dev.type != "cpu": raise ValueError(f"compute_type='int8' runs on the CPU only, not {dev.type}")
+    # as training does: else a beam's [rows, V] log-probabilities are mapped and zeroed afresh
+    # at every step
+    if dev.type == "cpu": retain_freed_memory()
+    if compute_type == "int8" and dev.type != "cpu":
+        raise ValueError(f"compute_type='int8' runs on the CPU only, not {dev.type}")
     if compiled and dev.type != "cpu": raise ValueError(f"compiled decoding runs on the CPU only, not {dev.type}")
     t = _book_translator(model, path, tokenizer, dev)                 # the engine's decoder (`EngineDecoder`)
     if compute_type != "int8" and (compiled is False or dev.type != "cpu"): return t
-    return Translator(t.model, t.tokenizer, decoder=Int8Decoder if compute_type == "int8" else CompiledDecoder if compiled else KeptStepsDecoder)
+    decoder = Int8Decoder if compute_type == "int8" else CompiledDecoder if compiled else KeptStepsDecoder
+    return Translator(t.model, t.tokenizer, decoder=decoder)
 
 def _book_translator(
     model: str | Path,  # as for `load_translator`
@@ -601,20 +701,23 @@ def _book_translator(
     dev: torch.device,  # where to run
 ) -> Translator:
     "The torch engine's `Translator` for a run directory, a model file or a Marian model."
-    if (path / "model.bin").is_file(): raise ValueError(f"{path} is a CTranslate2 model: use engine 'ct2' (--engine ct2)")
+    if (path / "model.bin").is_file():
+        raise ValueError(f"{path} is a CTranslate2 model: use engine 'ct2' (--engine ct2)")
     if is_marian(model):
         if tokenizer: raise ValueError("a Marian model brings its tokenizer: no --tokenizer")
         m, vocab = from_marian(model)
         return Translator(m, vocab, dev, decoder=EngineDecoder)
     t = Translator.load(path, tokenizer, dev, decoder=EngineDecoder)
-    found = [path / n for n in ("model_avg.safetensors", "model.safetensors") if (path / n).is_file()] if path.is_dir() else [path]
-    remember_file(t.model, found[0])                                   # its compiled steps are named by the file's fingerprint
+    found = ([path / n for n in ("model_avg.safetensors", "model.safetensors") if (path / n).is_file()]
+             if path.is_dir() else [path])
+    # its compiled steps are named by the file's fingerprint
+    remember_file(t.model, found[0])
     return t
 
 def engine_convention(
     engine: str,  # 'torch' (the book's decoders) or 'ct2' (CTranslate2)
 ) -> str:
-    "The length-penalty convention an engine uses unless told: CTranslate2 has only |Y|^α ('hf'); the book's decoders, Wu et al.'s ('wu')."
+    "An engine's default length-penalty convention: CTranslate2's only, |Y|^α ('hf'); the book's, Wu et al.'s ('wu')."
     return "hf" if engine == "ct2" else "wu"
 
 def export_model(
@@ -622,15 +725,17 @@ def export_model(
     out: str | Path,  # the directory to write
     *,
     to: str = "ct2",  # 'ct2' (CTranslate2) or 'marian' (transformers' MarianMTModel)
-    tokenizer: str | Path | None = None,  # the book's models only: their tokenizer (default: tokenizer.model next to the model)
+    tokenizer: str | Path | None = None,  # the book's models only: their tokenizer (default: tokenizer.model beside it)
     quantization: str = "float32",  # CTranslate2's weights; a Marian directory is float32
     force: bool = False,  # replace an existing directory that is not empty
 ) -> Path:
-    "Write a model as a CTranslate2 or a Marian directory; an existing directory that is not empty is replaced only with `force`."
+    "Write a model as a CTranslate2 or a Marian directory; a non-empty directory there is replaced only with `force`."
     if to not in ("ct2", "marian"): raise ValueError(f"to must be 'ct2' or 'marian', got {to!r}")
-    if to == "marian" and quantization != "float32": raise ValueError("--quantization is for --to ct2; a Marian directory is float32")
+    if to == "marian" and quantization != "float32":
+        raise ValueError("--quantization is for --to ct2; a Marian directory is float32")
     out = Path(out)
-    if out.exists() and any(out.iterdir()) and not force: raise ValueError(f"{out} exists and is not empty (--force replaces it)")
+    if out.exists() and any(out.iterdir()) and not force:
+        raise ValueError(f"{out} exists and is not empty (--force replaces it)")
     t = load_translator(model, tokenizer, "cpu")
     if to == "ct2": return to_ctranslate2(t.model, t.tokenizer, out, quantization, force=True)
     if out.exists(): shutil.rmtree(out)
@@ -646,14 +751,18 @@ def translation_engines(
     int8: bool = False,  # add the int8 engines: ours with torch's int8 kernels (`Int8Decoder`), CTranslate2's int8
     compiled: bool = False,  # add ours with its steps compiled (`CompiledDecoder`), float32
 ) -> dict:
-    "Name -> lines-to-translations function for `bench_translate`: the book's `Translator` and `CT2Translator`, greedy and beam, float32 (and int8)."
+    # the book's `Translator` and `CT2Translator`, greedy and beam, float32 (and int8)
+    "Name -> lines-to-translations function for `bench_translate`."
     from annotated_tx.runtime import torch_threads
-    with torch_threads(threads): ours = load_translator(model, device="cpu", compiled=False)   # the book's decoder as it is
-    engines = {"ours float32": ours, "CTranslate2 float32": CT2Translator(ct2_dir, "cpu", threads, "float32", process=True)}
+    # the book's decoder as it is
+    with torch_threads(threads): ours = load_translator(model, device="cpu", compiled=False)
+    engines = {"ours float32": ours,
+               "CTranslate2 float32": CT2Translator(ct2_dir, "cpu", threads, "float32", process=True)}
     if compiled: engines["ours compiled float32"] = Translator(ours.model, ours.tokenizer, decoder=CompiledDecoder)
     if int8: engines.update({"ours int8": Translator(ours.model, ours.tokenizer, decoder=Int8Decoder),
                              "CTranslate2 int8": CT2Translator(ct2_dir, "cpu", threads, "int8", process=True)})
-    searches = {"greedy": DecodeConfig(search="greedy"), f"beam-{beam}": DecodeConfig(beam=beam, alpha=alpha, convention="hf")}
+    searches = {"greedy": DecodeConfig(search="greedy"),
+                f"beam-{beam}": DecodeConfig(beam=beam, alpha=alpha, convention="hf")}
     def text_to_text(t: Translator, cfg: DecodeConfig):
         def run(lines: list[str]) -> list[str]:
             with torch_threads(threads): return [h[0].text for h in t.translate(lines, cfg)]
@@ -661,7 +770,7 @@ def translation_engines(
     return {f"{name} {s}": text_to_text(t, cfg) for name, t in engines.items() for s, cfg in searches.items()}
 
 def run_test_pairs(
-    model: str | Path,  # a run directory (its recipe.json names the corpus, the direction and the test split) or a model file in one
+    model: str | Path,  # a run directory (its recipe.json names corpus, direction, test split) or a model file in one
     corpus: str | None = None,  # default: the run's, else multi30k
     split: str | None = None,  # default: the run's test split, else the corpus's
     src: str | None = None,  # source language (default: the run's, else the corpus's)
@@ -669,7 +778,8 @@ def run_test_pairs(
     data_dir: str | Path | None = None,  # directory containing the corpus (default: $ANNOTATED_TX_DATA, then the cache)
     download: bool = True,  # may download into the cache
 ) -> tuple[str, list[tuple[str, str]]]:
-    "What a model is tested on, named ('multi30k test_2016_flickr de->en'), and its (source, reference) pairs: its run's recipe unless told."
+    # by its run's recipe unless told
+    "What a model is tested on, named ('multi30k test_2016_flickr de->en'), and its (source, reference) pairs."
     from annotated_tx.data import get_corpus
     path = Path(model)
     recipe = path / "recipe.json" if path.is_dir() else path.parent / "recipe.json"
@@ -684,14 +794,17 @@ def throughput(
     hyps: list[list[Hypothesis]],  # what its `translate` returned
     seconds: float,  # how long that took, text to text
 ) -> str:
-    "One line: sentences/s and output tokens/s of a translation, the engine, its precision and threads, the host in short."
+    "One line: sentences/s and output tokens/s of a translation, the engine, its precision and threads, the host."
     lines, tokens = sum(bool(h[0].tokens) for h in hyps), sum(len(h[0].tokens) for h in hyps)
-    if isinstance(translator, CT2Translator): engine, threads, precision = "CTranslate2", translator.threads, translator.ct2.compute_type
+    if isinstance(translator, CT2Translator):
+        engine, threads, precision = "CTranslate2", translator.threads, translator.ct2.compute_type
     else:
-        compiled = ", compiled steps" if issubclass(translator.decoder, CompiledDecoder) and has_compiled_steps(translator.model) else ""
+        is_compiled = issubclass(translator.decoder, CompiledDecoder) and has_compiled_steps(translator.model)
+        compiled = ", compiled steps" if is_compiled else ""
         engine, threads = f"torch (the book's decoders{compiled})", torch.get_num_threads()
-        precision = "int8 (dynamic quantization)" if issubclass(translator.decoder, Int8Decoder) else str(next(translator.model.parameters()).dtype)[6:]
+        precision = ("int8 (dynamic quantization)" if issubclass(translator.decoder, Int8Decoder)
+                     else str(next(translator.model.parameters()).dtype)[6:])
     host = describe_host({**host_info(translator.device, "none"), "threads": threads}).rsplit(": ", 1)[0]
-    return (f"{lines:,} sentences, {tokens:,} output tokens (EOS included) in {seconds:.2f} s: {lines / seconds:,.1f} sentences/s, "
+    return (f"{lines:,} sentences, {tokens:,} output tokens (EOS included) in {seconds:.2f} s: "
+            f"{lines / seconds:,.1f} sentences/s, "
             f"{tokens / seconds:,.0f} tokens/s; engine {engine}, {precision}, on {host}")
-

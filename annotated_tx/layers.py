@@ -17,7 +17,8 @@ __all__ = ['ACTIVATIONS', 'POSITIONAL', 'PositionwiseFeedForward', 'Embeddings',
            'alibi_slopes', 'RotaryAttention', 'ALiBiAttention', 'PositionScheme']
 
 # %% ../nbs/02_layers.ipynb #3e880d65
-ACTIVATIONS = {"relu": torch.relu, "swish": nn.functional.silu}   # the paper's ReLU, and x·σ(x), which many Marian models use
+# the paper's ReLU, and x·σ(x), which many Marian models use
+ACTIVATIONS = {"relu": torch.relu, "swish": nn.functional.silu}
 
 class PositionwiseFeedForward(nn.Module):
     "Eq. (2): FFN(x) = max(0, x W1 + b1) W2 + b2, applied to every position alike (or with swish in place of the ReLU)."
@@ -27,7 +28,8 @@ class PositionwiseFeedForward(nn.Module):
                  dropout: float = 0.0,  # dropout after the ReLU (not in the paper; off by default)
                  activation: str = "relu"):  # 'relu' (eq. 2) or 'swish' (x·σ(x); not in the paper)
         super().__init__()
-        if activation not in ACTIVATIONS: raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
         self.w_1, self.w_2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
         self.dropout, self.activation = nn.Dropout(dropout), activation
 
@@ -54,7 +56,8 @@ class Embeddings(nn.Module):
 def _nested_ids(ids, path: tuple = ()):
     "Yield `(index, value)` for every element of a nested list/tuple of ids."
     for i, v in enumerate(ids):
-        if isinstance(v, (list, tuple)) or (isinstance(v, Tensor) and v.dim() > 0): yield from _nested_ids(v, path + (i,))
+        if isinstance(v, (list, tuple)) or (isinstance(v, Tensor) and v.dim() > 0):
+            yield from _nested_ids(v, path + (i,))
         else: yield path + (i,), v
 
 def check_token_ids(
@@ -74,9 +77,12 @@ def check_token_ids(
         for index, v in _nested_ids(ids):
             try: v = operator.index(v)                          # int, numpy integer, integer 0-d tensor
             except TypeError: raise ValueError(f"{what} must be integers, got {v!r} at index {index}") from None
-            if not 0 <= v < vocab_size: value = v; break
+            if not 0 <= v < vocab_size:
+                value = v
+                break
         else: return
-    raise ValueError(f"{what}: id {value} at index {index} is outside the vocabulary of {vocab_size} tokens (valid: 0 … {vocab_size - 1})")
+    raise ValueError(f"{what}: id {value} at index {index} is outside the vocabulary of {vocab_size} tokens "
+                     f"(valid: 0 … {vocab_size - 1})")
 
 # %% ../nbs/02_layers.ipynb #01986d3b
 def sinusoidal_encoding(
@@ -112,7 +118,8 @@ class LearnedPositionalEmbedding(nn.Module):
                  d_model: int,  # model width
                  max_len: int = 1024):  # longest sequence supported (no extrapolation beyond it)
         super().__init__()
-        self.pe = nn.Embedding(max_len, d_model)   # learned, so saved: `src_pos.pe.weight` is a key of every such model file
+        # learned, so saved: `src_pos.pe.weight` is a key of every such model file
+        self.pe = nn.Embedding(max_len, d_model)
 
     def forward(self, x: Tensor, offset: int = 0) -> Tensor:
         end = offset + x.size(1)
@@ -126,7 +133,7 @@ class NoPositionalEncoding(nn.Module):
     def forward(self, x: Tensor, offset: int = 0) -> Tensor: return x
 
 class RotaryEmbedding(nn.Module):
-    "RoPE (Su et al., 2021): rotate each pair (2i, 2i+1) of a query or key at position p by the angle p·ω_i, ω_i = 10000^(-2i/d)."
+    "RoPE (Su et al., 2021): rotate each pair (2i, 2i+1) of a query or key at position p by p·ω_i, ω_i = 10000^(-2i/d)."
     def __init__(self,
                  d_head: int,  # size of the vectors to rotate (d_k), even
                  max_len: int = 1024):  # longest sequence supported
@@ -147,7 +154,8 @@ class RotaryEmbedding(nn.Module):
 def alibi_slopes(
     n_heads: int,  # h
 ) -> Tensor:
-    "ALiBi's per-head slopes: 2^(-8i/h), i = 1 … h, for h a power of two; else the slopes of the power of two below, then every other slope of the one above."
+    # for other h: the slopes of the power of two below, then every other slope of the one above
+    "ALiBi's per-head slopes: 2^(-8i/h), i = 1 … h, for h a power of two."
     if n_heads < 1: raise ValueError(f"n_heads must be >= 1, got {n_heads}")
     geometric = lambda n: [2 ** (-8 * i / n) for i in range(1, n + 1)]
     p = 2 ** math.floor(math.log2(n_heads))
@@ -177,16 +185,18 @@ class ALiBiAttention(MultiHeadAttention):
         super().__init__(*args, **kwargs)
         self.register_buffer("alibi_slopes", alibi_slopes(self.n_heads), persistent=False)   # not in the state dict
 
-    def kernel(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool, bias: Tensor | None = None) -> Tensor:
+    def kernel(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, causal: bool,
+               bias: Tensor | None = None) -> Tensor:
         return super().kernel(q, k, v, mask, causal, alibi_bias(self.alibi_slopes, q.size(-2), k.size(-2)))
 
 
 # %% ../nbs/02_layers.ipynb #b64a8da6
 @dataclass(frozen=True)
 class PositionScheme:
-    "How one positional scheme enters the model: what is added to the embedded tokens, and which self-attention layer it takes."
+    "How one positional scheme enters the model: what it adds to the embedded tokens, and the self-attention it takes."
     embed: Callable[[int, int], nn.Module]  # (d_model, max_len) -> the module that adds positions after the embeddings
-    attention: Callable[..., MultiHeadAttention] = lambda d, h, p, d_k, d_v, n: MultiHeadAttention(d, h, p, d_k, d_v)  # (d_model, h, dropout, d_k, d_v, max_len) -> the layer
+    # (d_model, h, dropout, d_k, d_v, max_len) -> the self-attention layer
+    attention: Callable[..., MultiHeadAttention] = lambda d, h, p, d_k, d_v, n: MultiHeadAttention(d, h, p, d_k, d_v)
     problem: Callable[[int], str | None] = lambda d_k: None  # (d_k) -> why these sizes cannot be used, or None
 
 POSITIONAL: dict[str, PositionScheme] = {
@@ -194,7 +204,9 @@ POSITIONAL: dict[str, PositionScheme] = {
     "learned": PositionScheme(lambda d, n: LearnedPositionalEmbedding(d, n)),              # Table 3, row (E)
     "rope": PositionScheme(lambda d, n: NoPositionalEncoding(),
                            lambda d, h, p, d_k, d_v, n: RotaryAttention(d, h, p, d_k, d_v, max_len=n),
-                           lambda d_k: f"RoPE rotates pairs of dimensions: d_k must be even, got {d_k}" if d_k % 2 else None),
-    "alibi": PositionScheme(lambda d, n: NoPositionalEncoding(), lambda d, h, p, d_k, d_v, n: ALiBiAttention(d, h, p, d_k, d_v)),
+                           lambda d_k: (f"RoPE rotates pairs of dimensions: d_k must be even, got {d_k}"
+                                        if d_k % 2 else None)),
+    "alibi": PositionScheme(lambda d, n: NoPositionalEncoding(),
+                            lambda d, h, p, d_k, d_v, n: ALiBiAttention(d, h, p, d_k, d_v)),
 }
 

@@ -22,27 +22,30 @@ __all__ = ['EMB_INITS', 'CONFIGS', 'Config', 'TransformerConfig', 'get_config', 
 
 # %% ../nbs/03_model.ipynb #03aa23dd
 class Config:
-    "A dataclass mixin: `to_dict`, a strict `from_dict` that names any key that is not a field, and `from_settings` for `--set`."
+    "A dataclass mixin: `to_dict`, a strict `from_dict` that names any unknown key, and `from_settings` for `--set`."
     def to_dict(self) -> dict: return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict):
         "Build from a dict, naming any key that is not a field (a misspelt setting must not be ignored)."
         unknown = set(d) - {f.name for f in fields(cls)}
-        if unknown: raise ValueError(f"unknown {cls.__name__} fields: {sorted(unknown)}; known: {sorted(f.name for f in fields(cls))}")
+        if unknown:
+            raise ValueError(f"unknown {cls.__name__} fields: {sorted(unknown)}; "
+                             f"known: {sorted(f.name for f in fields(cls))}")
         return cls(**d)
 
     @classmethod
     def check_numbers(cls, d: dict, prefix: str) -> None:
-        "Refuse a value that is not a number where the field's default is one, naming it as `--set PREFIX.NAME` spells it."
+        "Refuse a value that is not a number where the field's default is one, named as `--set PREFIX.NAME` spells it."
         for f in fields(cls):
             v = d.get(f.name)
-            if f.name in d and type(f.default) in (int, float) and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            number = isinstance(v, (int, float)) and not isinstance(v, bool)
+            if f.name in d and type(f.default) in (int, float) and not number:
                 raise ValueError(f"{prefix}.{f.name} must be a number, got {v!r}")
 
     @classmethod
     def from_settings(cls, d: dict, prefix: str):
-        "`from_dict` for settings given on a command line as `--set PREFIX.NAME=VALUE`: every refusal names the setting so."
+        "`from_dict` for settings given on a command line as `--set PREFIX.NAME=VALUE`: a refusal names the setting so."
         cls.check_numbers(d, prefix)
         try: return cls.from_dict(d)
         except ValueError as e: raise ValueError(str(e).replace(f"{cls.__name__}.", f"{prefix}.")) from None
@@ -64,14 +67,15 @@ class TransformerConfig(Config):
     dropout: float = 0.1  # P_drop: residual dropout and dropout on embeddings + positions
     attn_dropout: float = 0.0  # dropout on attention weights (not in the paper)
     ffn_dropout: float = 0.0  # dropout after the FFN's ReLU (not in the paper)
-    activation: str = "relu"  # the FFN's nonlinearity: 'relu' (eq. 2) or 'swish' (x·σ(x), used by many Marian models; not in the paper)
+    activation: str = "relu"  # FFN: 'relu' (eq. 2) or 'swish' (x·σ(x), used by many Marian models; not in the paper)
     norm_first: bool = False  # pre-norm instead of the paper's post-norm
-    positional: str = "sinusoidal"  # 'sinusoidal' (§3.5), 'learned' (Table 3 row E), or 'rope' / 'alibi' (beyond the paper)
+    positional: str = "sinusoidal"  # 'sinusoidal' (§3.5), 'learned' (Table 3 row E); beyond the paper: 'rope', 'alibi'
     max_len: int = 1024  # longest sequence the positional encoding (or the rotary table) supports
     share_embeddings: bool = True  # one embedding matrix for source and target (needs a shared vocabulary)
     tie_output: bool = True  # reuse the target embedding as the pre-softmax projection (§3.4)
     logits_bias: bool = False  # a learned bias added to the logits (Marian's final_logits_bias; not in the paper)
-    emb_init: str = "normal"  # token embeddings: 'normal', N(0, 1/d_model) as in tensor2tensor and fairseq; 'xavier', Xavier-uniform as every other matrix
+    # 'normal': N(0, 1/d_model) as in tensor2tensor and fairseq; 'xavier': Xavier-uniform as every other matrix
+    emb_init: str = "normal"  # how the token embeddings are drawn: 'normal' or 'xavier'
     pad_id: int = 0  # padding token id
     bos_id: int = 2  # the decoder's start token, first of every decoder input (Marian models start from their pad id)
     eos_id: int = 3  # end-of-sentence id
@@ -121,7 +125,7 @@ def position_module(c: TransformerConfig) -> nn.Module:
     return POSITIONAL[c.positional].embed(c.d_model, c.max_len)
 
 def self_attention(c: TransformerConfig) -> MultiHeadAttention:
-    "A self-attention layer for config `c`, of the class its positional scheme takes (RoPE's and ALiBi's are subclasses)."
+    "A self-attention layer for config `c`, of the class its positional scheme takes (RoPE's, ALiBi's: subclasses)."
     return POSITIONAL[c.positional].attention(c.d_model, c.n_heads, c.attn_dropout, c.d_k, c.d_v, c.max_len)
 
 
@@ -143,9 +147,11 @@ class EncoderLayer(nn.Module):
         super().__init__()
         self.self_attn = self_attention(c)
         self.ffn = PositionwiseFeedForward(c.d_model, c.d_ff, c.ffn_dropout, c.activation)
-        self.sub1, self.sub2 = Residual(c.d_model, c.dropout, c.norm_first), Residual(c.d_model, c.dropout, c.norm_first)
+        self.sub1 = Residual(c.d_model, c.dropout, c.norm_first)
+        self.sub2 = Residual(c.d_model, c.dropout, c.norm_first)
 
-    def forward(self, x: Tensor, mask: Tensor | None, causal: bool = False, cache: KVCache | None = None, layer: int = 0) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None, causal: bool = False, cache: KVCache | None = None,
+                layer: int = 0) -> Tensor:
         x = self.sub1(x, lambda y: self.self_attn(y, y, y, mask, causal, cache, layer))
         return self.sub2(x, self.ffn)
 
@@ -183,7 +189,7 @@ class DecoderLayer(nn.Module):
         return self.sub3(x, self.ffn)
 
 class DecoderCache:
-    "Incremental decoding's state: the self-attention `KVCache` of all layers, and each layer's encoder-side keys and values."
+    "Incremental decoding's state: the self-attention `KVCache` of all layers, each layer's encoder keys and values."
     def __init__(self, n_layers: int):
         self.kv, self.cross = KVCache(n_layers), None
 
@@ -203,18 +209,20 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(c) for _ in range(c.n_dec_layers))
         self.norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
 
-    def forward(self, x: Tensor, memory: Tensor | None, src_mask: Tensor | None, cache: DecoderCache | None = None) -> Tensor:
+    def forward(self, x: Tensor, memory: Tensor | None, src_mask: Tensor | None,
+                cache: DecoderCache | None = None) -> Tensor:
         if cache is None:
             for layer in self.layers: x = layer(x, memory, src_mask)
             return self.norm(x)
-        if cache.cross is None:   # the first step projects the encoder output, stored contiguous in the order attention reads it
+        # the first step projects the encoder output, stored contiguous in the order attention reads it
+        if cache.cross is None:
             cache.cross = [tuple(t.contiguous() for t in l.cross_attn.project_kv(memory)) for l in self.layers]
         for i, layer in enumerate(self.layers): x = layer(x, None, src_mask, cache.kv, i, cache.cross[i])
         return self.norm(x)
 
 # %% ../nbs/03_model.ipynb #4d5f0193
 class ModelBase(nn.Module):
-    "What every model of the book shares: tokens in (embedding, positions, dropout), logits out (the tied projection), the initialisation."
+    "What every model of the book shares: tokens in (embedding, positions, dropout), logits out, the initialisation."
     def embed(self, tokens: Tensor, emb: nn.Module, pos: nn.Module, offset: int = 0) -> Tensor:
         "Dropout(embedding ×√d_model + positions) of `tokens` at positions offset, offset+1, …"
         return self.dropout(pos(emb(tokens), offset))
@@ -224,12 +232,13 @@ class ModelBase(nn.Module):
         return self.tgt_emb
 
     def logits(self, h: Tensor) -> Tensor:
-        "Pre-softmax projection of the final states (the tied embedding matrix, §3.4), plus the logits bias if there is one."
+        "Pre-softmax projection of the final states (the tied embedding matrix, §3.4), plus the logits bias if any."
         w = self.output_embedding().weight if self.out_proj is None else self.out_proj.weight
         return F.linear(h, w, getattr(self, "logits_bias", None))   # a model without the option has no bias
 
     def init_weights(self):
-        "Xavier-uniform for every matrix, token embeddings from N(0, 1/d_model) unless `emb_init='xavier'`; biases and LayerNorm as PyTorch's."
+        # biases and LayerNorm keep PyTorch's initialisation
+        "Xavier-uniform for every matrix, token embeddings from N(0, 1/d_model) unless `emb_init='xavier'`."
         for p in self.parameters():
             if p.dim() > 1: nn.init.xavier_uniform_(p)
         if self.config.emb_init == "normal":                  # so that ×√d_model gives embedded tokens of unit size
@@ -264,14 +273,17 @@ class Transformer(ModelBase):
         "`[B, S]` token ids -> `[B, S, d_model]` memory."
         return self.encoder(self.embed(src, self.src_emb, self.src_pos), src_mask)
 
-    def decode(self, tgt: Tensor, memory: Tensor | None, src_mask: Tensor | None, cache: DecoderCache | None = None) -> Tensor:
+    def decode(self, tgt: Tensor, memory: Tensor | None, src_mask: Tensor | None,
+               cache: DecoderCache | None = None) -> Tensor:
         "`[B, T]` decoder input -> `[B, T, d_model]`; with `cache`, `tgt` holds only the new positions."
-        return self.decoder(self.embed(tgt, self.tgt_emb, self.tgt_pos, 0 if cache is None else cache.kv.length()), memory, src_mask, cache)
+        x = self.embed(tgt, self.tgt_emb, self.tgt_pos, 0 if cache is None else cache.kv.length())
+        return self.decoder(x, memory, src_mask, cache)
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         "Source ids `[B, S]`, decoder input ids `[B, T]` (BOS, y_1, …) -> logits `[B, T, V]`."
         if src.dim() != 2 or tgt.dim() != 2 or src.size(0) != tgt.size(0):
-            raise ValueError(f"expected src [B, S] and tgt [B, T] with the same B, got {tuple(src.shape)} and {tuple(tgt.shape)}")
+            raise ValueError(f"expected src [B, S] and tgt [B, T] with the same B, "
+                             f"got {tuple(src.shape)} and {tuple(tgt.shape)}")
         mask = self.src_mask(src)
         return self.logits(self.decode(tgt, self.encode(src, mask), mask))
 
@@ -291,18 +303,23 @@ def architecture_figure(
     c = model.config
     if ax is None: _, ax = plt.subplots(figsize=(7.5, 8.5))
     def sublayers(layer) -> list[tuple[str, str]]:
-        "(label, colour) of a layer's boxes, bottom to top, read from its modules: post-norm 'sublayer, Add & Norm'; pre-norm 'Norm, sublayer, Add'."
+        # post-norm: 'sublayer, Add & Norm'; pre-norm: 'Norm, sublayer, Add'
+        "(label, colour) of a layer's boxes, bottom to top, read from its modules."
         out = []
         for name, m in layer.named_children():
             if isinstance(m, MultiHeadAttention):
-                kind = {"self_attn": "Masked Multi-Head\nAttention" if isinstance(layer, DecoderLayer) else "Multi-Head\nAttention",
+                masked = "Masked " if isinstance(layer, DecoderLayer) else ""
+                kind = {"self_attn": f"{masked}Multi-Head\nAttention",
                         "cross_attn": "Encoder-Decoder\nMulti-Head Attention"}[name]
                 out.append((f"{kind}  (h={m.n_heads}, d_k={m.d_k})", "#f6d7a7"))
             elif isinstance(m, PositionwiseFeedForward):
-                out.append((f"Feed Forward  ({m.w_1.in_features}→{m.w_1.out_features}→{m.w_2.out_features})", "#bfe3f0"))
-        if c.norm_first: return [y for box in out for y in (("LayerNorm", "#f3f3b0"), box, ("Add (residual)", "#f3f3b0"))]
+                sizes = f"{m.w_1.in_features}→{m.w_1.out_features}→{m.w_2.out_features}"
+                out.append((f"Feed Forward  ({sizes})", "#bfe3f0"))
+        if c.norm_first:
+            return [y for box in out for y in (("LayerNorm", "#f3f3b0"), box, ("Add (residual)", "#f3f3b0"))]
         return [y for box in out for y in (box, ("Add & Norm", "#f3f3b0"))]
-    pos = {"sinusoidal": "sinusoidal positions", "learned": "learned positions"}.get(c.positional, f"no positions ({c.positional} acts in attention)")
+    pos = {"sinusoidal": "sinusoidal positions", "learned": "learned positions"}.get(
+        c.positional, f"no positions ({c.positional} acts in attention)")
     def box(x, y, text, colour, w=3.1, h=0.55):
         ax.add_patch(FancyBboxPatch((x - w / 2, y), w, h, boxstyle="round,pad=0.03", fc=colour, ec="0.3"))
         ax.text(x, y + h / 2, text, ha="center", va="center", fontsize=7.5)
@@ -312,7 +329,9 @@ def architecture_figure(
         y = box(x, 0, f"{tokens}  (vocabulary {c.src_vocab_size if x < 3 else c.tgt_vocab_size:,})", "#f4c7c3")
         y = box(x, y + 0.25, f"Embedding ×√{c.d_model}  +  {pos}", "#f4c7c3")
         top, y, at = y + 0.4, y + 0.5, {}
-        for label, colour in sublayers(layer): at[label] = y; y = box(x, y, label, colour) + 0.12
+        for label, colour in sublayers(layer):
+            at[label] = y
+            y = box(x, y, label, colour) + 0.12
         ax.add_patch(plt.Rectangle((x - 1.75, top), 3.5, y - top + 0.05, fill=False, ls="--", ec="0.5"))
         ax.text(x - 1.85, (top + y) / 2, f"{n}×", ha="right", va="center", fontsize=11)
         if c.norm_first: y = box(x, y + 0.2, "LayerNorm (end of the stack)", "#f3f3b0")
@@ -322,11 +341,15 @@ def architecture_figure(
     dec = stack(5.6, model.decoder.layers[0], len(model.decoder.layers), "Decoder", "shifted target tokens")
     y = box(5.6, dec[1] + 0.5, "Linear" + (" (the embedding matrix, tied)" if c.tie_output else ""), "#d9d2e9")
     box(5.6, y + 0.15, "Softmax → next-token probabilities", "#d9d2e9")
-    cross_y = next(h for label, h in dec[2].items() if label.startswith("Encoder-Decoder")) + 0.27   # into encoder-decoder attention
+    # into encoder-decoder attention
+    cross_y = next(h for label, h in dec[2].items() if label.startswith("Encoder-Decoder")) + 0.27
     ax.annotate("", xy=(5.6 - 1.55, cross_y), xytext=(1.8 + 1.55, enc[1] - 0.3),
                 arrowprops=dict(arrowstyle="->", color="0.3", connectionstyle="arc3,rad=-0.2"))
-    ax.set_xlim(-0.3, 7.6); ax.set_ylim(-0.2, y + 1.0); ax.axis("off")
-    ax.set_title(f"d_model={c.d_model}, d_ff={c.d_ff}, h={c.n_heads}, N={len(model.encoder.layers)}+{len(model.decoder.layers)}, "
+    ax.set_xlim(-0.3, 7.6)
+    ax.set_ylim(-0.2, y + 1.0)
+    ax.axis("off")
+    ax.set_title(f"d_model={c.d_model}, d_ff={c.d_ff}, h={c.n_heads}, "
+                 f"N={len(model.encoder.layers)}+{len(model.decoder.layers)}, "
                  f"{count_parameters(model) / 1e6:.1f}M parameters", fontsize=9)
     return ax
 
@@ -354,7 +377,8 @@ def read_model_header(path: str | Path) -> tuple[TransformerConfig, dict]:
         with safe_open(str(path), "pt") as f: meta = f.metadata() or {}
     except Exception as e:
         raise ValueError(f"{path} is not a readable safetensors file (truncated or corrupt?): {e}") from None
-    if "config" not in meta: raise ValueError(f"{path} has no annotated_tx config in its header: not a model saved by save_model")
+    if "config" not in meta:
+        raise ValueError(f"{path} has no annotated_tx config in its header: not a model saved by save_model")
     return TransformerConfig.from_dict(json.loads(meta["config"])), json.loads(meta.get("extra", "{}"))
 
 def load_model(

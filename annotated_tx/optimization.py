@@ -21,7 +21,8 @@ def smoothed_targets(
     epsilon: float = 0.1,  # ε_ls
     pad_id: int = PAD_ID,  # gets no probability mass
 ) -> Tensor:
-    "`[N, V]` target distributions: 1-ε on the correct token, ε/(V-2) on every other token but PAD; all-zero rows where the target is PAD."
+    # all-zero rows where the target is PAD
+    "`[N, V]` target distributions: 1-ε on the correct token, ε/(V-2) on every other token but PAD."
     q = torch.full((target.numel(), vocab_size), epsilon / (vocab_size - 2))
     q.scatter_(1, target.reshape(-1, 1), 1 - epsilon)
     q[:, pad_id] = 0
@@ -39,7 +40,8 @@ class SmoothedCrossEntropy(torch.autograd.Function):
         nll = (lse - z_y).masked_fill(~keep, 0.0)
         loss = nll
         if epsilon:
-            others = z.sum(-1) - z[:, pad_id] - z_y - (V - 2) * lse     # Σ log p_j over the V-2 tokens that are not y or PAD
+            # Σ log p_j over the V-2 tokens that are not y or PAD
+            others = z.sum(-1) - z[:, pad_id] - z_y - (V - 2) * lse
             loss = ((1 - epsilon) * nll - epsilon / (V - 2) * others).masked_fill(~keep, 0.0)
         ctx.save_for_backward(z, target)
         ctx.epsilon, ctx.pad_id = epsilon, pad_id
@@ -67,7 +69,8 @@ def label_smoothed_loss(
 ) -> tuple[Tensor, Tensor]:
     "Summed label-smoothed cross-entropy and summed NLL over the non-padding targets (in float32 at least)."
     V = logits.size(-1)
-    z = logits.to(torch.promote_types(logits.dtype, torch.float32)).reshape(-1, V)    # bf16 logits are scored in float32
+    # bf16 logits are scored in float32
+    z = logits.to(torch.promote_types(logits.dtype, torch.float32)).reshape(-1, V)
     return SmoothedCrossEntropy.apply(z, target.reshape(-1), epsilon, pad_id)
 
 # %% ../nbs/08_optimization.ipynb #7ab17e9e
@@ -117,5 +120,6 @@ def batch_loss(
     batch: Batch,  # one (micro-)batch
     epsilon: float = 0.1,  # label smoothing
 ) -> tuple[Tensor, Tensor]:
-    "Summed label-smoothed loss and summed NLL over the batch's target tokens (divide by the token count of the whole update)."
+    # divide by the token count of the whole update
+    "Summed label-smoothed loss and summed NLL over the batch's target tokens."
     return label_smoothed_loss(model(batch.src, batch.tgt_in), batch.tgt_out, epsilon, batch.pad_id)

@@ -50,13 +50,13 @@ EXPECT_KEYS = {  # what `Recipe.expect` may hold
 class Recipe(Config):
     "Everything that defines a training run, from data to the final score."
     corpus: str = "multi30k"  # a corpus registered in the data chapter's `CORPORA`: 'multi30k' or 'wmt14'
-    src_lang: str | None = None  # source language (default: the corpus's direction; alone, the target is the other language)
-    tgt_lang: str | None = None  # target language (default: the corpus's direction, or the language that is not src_lang)
+    src_lang: str | None = None  # source language (default: the corpus's direction; alone, the target is the other)
+    tgt_lang: str | None = None  # target language (default: the corpus's direction, or the one that is not src_lang)
     vocab_size: int | None = None  # shared BPE vocabulary size (§5.1; default: the corpus's)
     model: str = "small"  # a named model configuration: 'small', 'base' or 'big'
     model_overrides: dict = field(default_factory=dict)  # TransformerConfig fields to change
-    max_tokens: int = 4096  # tokens per micro-batch and side, padding included, per process (at most: see `micro_batch`)
-    tokens_per_update: int = 0  # if set, accumulate micro-batches until about this many tokens per side (the paper: 25000)
+    max_tokens: int = 4096  # tokens per micro-batch, side and process, padding included (at most: see `micro_batch`)
+    tokens_per_update: int = 0  # if set, accumulate micro-batches to about this many tokens per side (the paper: 25000)
     train: dict = field(default_factory=dict)  # TrainConfig fields
     average_last: int = 5  # average this many of the last checkpoints (§6.1: 5 base, 20 big; 0: off)
     beam: int = 4  # beam size (§6.1: 4)
@@ -68,7 +68,7 @@ class Recipe(Config):
     test_split: str | None = None  # for the final report only (default: the corpus's)
     train_pairs: int = 0  # use only the first N training pairs (0: all; for quick tests)
     eval_sentences: int = 0  # score only the first N sentences of val and test (0: all; for quick tests)
-    probe_sentences: int = 200  # at every validation, greedy BLEU on this many val sentences and one translation shown (0: off)
+    probe_sentences: int = 200  # at each validation, greedy BLEU on this many val sentences, one shown (0: off)
     expect: dict = field(default_factory=dict)  # what a sound run reaches, to flag one that does not: see `EXPECT_KEYS`
 
     def __post_init__(self):
@@ -80,18 +80,22 @@ class Recipe(Config):
         positive, natural = (lambda v: v > 0, "positive"), (lambda v: v >= 0, ">= 0")
         for key, (ok, must) in (("vocab_size", positive), ("max_tokens", positive), ("tokens_per_update", natural),
                                 ("average_last", natural), ("beam", (lambda v: v >= 1, ">= 1")), ("alpha", natural),
-                                ("max_len_a", natural), ("max_len_b", natural), ("train_pairs", natural), ("eval_sentences", natural),
-                                ("probe_sentences", natural)):
+                                ("max_len_a", natural), ("max_len_b", natural), ("train_pairs", natural),
+                                ("eval_sentences", natural), ("probe_sentences", natural)):
             _need(key, getattr(self, key), ok, must)
         TransformerConfig.check_numbers(self.model_overrides, "model_overrides")
         t = TrainConfig.from_settings(self.train, "train")            # names an unknown field now, not an hour later
         if not (t.max_updates or t.max_epochs or t.max_minutes):
-            raise ValueError("train.max_updates, train.max_epochs and train.max_minutes are all 0: a run needs at least one limit")
+            raise ValueError("train.max_updates, train.max_epochs and train.max_minutes are all 0: "
+                             "a run needs at least one limit")
         unknown = set(self.expect) - set(EXPECT_KEYS)
-        if unknown: raise ValueError(f"unknown expect keys {sorted(unknown)}; known: {', '.join(f'{k} ({v})' for k, v in EXPECT_KEYS.items())}")
+        if unknown:
+            known = ', '.join(f'{k} ({v})' for k, v in EXPECT_KEYS.items())
+            raise ValueError(f"unknown expect keys {sorted(unknown)}; known: {known}")
         if "val_ppl" in self.expect:
             v = self.expect["val_ppl"]
-            if not (isinstance(v, list) and len(v) == 2 and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in v)):
+            if not (isinstance(v, list) and len(v) == 2
+                    and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in v)):
                 raise ValueError(f"expect.val_ppl must be [update, perplexity], two positive numbers, got {v!r}")
         for key in ("bleu", "updates"):
             if key in self.expect: _need(f"expect.{key}", self.expect[key], lambda v: v > 0, "positive")
@@ -99,11 +103,13 @@ class Recipe(Config):
 
     def model_config(self, vocab_size: int) -> TransformerConfig:
         "The model's configuration for a vocabulary of `vocab_size` pieces."
-        return get_config(self.model, **{**self.model_overrides, "src_vocab_size": vocab_size, "tgt_vocab_size": vocab_size})
+        return get_config(self.model, **{**self.model_overrides, "src_vocab_size": vocab_size,
+                                         "tgt_vocab_size": vocab_size})
 
     def decode_config(self, beam: int | None = None) -> DecodeConfig:   # beam size (default: the recipe's); 1 = greedy
         "The decoding settings of the recipe (§6.1), at its beam size or at `beam`."
-        return DecodeConfig.for_beam(beam or self.beam, alpha=self.alpha, max_len_a=self.max_len_a, max_len_b=self.max_len_b)
+        return DecodeConfig.for_beam(beam or self.beam, alpha=self.alpha, max_len_a=self.max_len_a,
+                                     max_len_b=self.max_len_b)
 
 # %% ../nbs/13_recipes.ipynb #64b07721
 PRESETS: dict[str, dict] = {
@@ -142,7 +148,8 @@ def get_recipe(
         if not p.is_file(): raise FileNotFoundError(f"no recipe file at {p}")
         try: d = json.loads(p.read_text())
         except json.JSONDecodeError as e: raise ValueError(f"{p} is not valid JSON: {e}") from None
-    else: raise ValueError(f"unknown preset {name!r}; choose from {sorted(PRESETS) + ['copy']} or give a recipe .json file")
+    else: raise ValueError(f"unknown preset {name!r}; choose from {sorted(PRESETS) + ['copy']} "
+                           "or give a recipe .json file")
     for k, v in overrides.items():
         if isinstance(v, dict) and v and isinstance(d.get(k), dict): d[k] = {**d[k], **v}   # merged into the preset's
         else: d[k] = v                                                  # a value, or {} to clear the preset's dict
@@ -153,7 +160,7 @@ def micro_batch(
     recipe: Recipe,  # the run's recipe
     world: int = 1,  # number of processes (GPUs) that train together
 ) -> tuple[int, int]:
-    "Tokens per micro-batch and micro-batches per update, on each process, so that an update holds about `tokens_per_update`."
+    "Tokens per micro-batch and micro-batches per update, per process, so an update holds about `tokens_per_update`."
     if not recipe.tokens_per_update: return recipe.max_tokens, TrainConfig.from_dict(recipe.train).accum_steps
     accum = max(1, math.ceil(recipe.tokens_per_update / (recipe.max_tokens * world)))
     return min(recipe.max_tokens, math.ceil(recipe.tokens_per_update / (accum * world))), accum
@@ -191,7 +198,10 @@ def check_output_dir(
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".write-test-{os.getpid()}"; probe.write_text("ok"); probe.unlink()   # one per process (torchrun)
+        # one per process (torchrun)
+        probe = out / f".write-test-{os.getpid()}"
+        probe.write_text("ok")
+        probe.unlink()
     except OSError as e:
         raise PermissionError(f"cannot write to the output directory {out}: {e.strerror or e}") from None
     saved = out / "recipe.json"
@@ -230,7 +240,8 @@ def score_split(
     progress: bool = True,  # show a progress bar
 ) -> tuple[dict, list[str]]:
     "Translate the source side of `pairs` and score it against the target side: (scores, translations)."
-    hyps = translate(model, tokenizer, [s for s, _ in pairs], recipe.decode_config(beam), progress=progress, decoder=EngineDecoder)
+    hyps = translate(model, tokenizer, [s for s, _ in pairs], recipe.decode_config(beam), progress=progress,
+                     decoder=EngineDecoder)
     scores = score_corpus(hyps, [t for _, t in pairs], recipe.tgt_lang)
     return {k: dict(score=round(v.score, 2), signature=v.signature) for k, v in scores.items()}, hyps
 
@@ -239,16 +250,18 @@ def validation_probe(
     tokenizer: Tokenizer,  # the run's vocabulary
     pairs: list[tuple[str, str]],  # the validation pairs (the first `recipe.probe_sentences` are translated)
 ) -> Callable[[Transformer, dict], dict]:
-    "The trainer's probe for a recipe: greedy BLEU on a few hundred val sentences, the first one's translation, and a warning on a plateau."
+    "The trainer's probe for a recipe: greedy BLEU on val sentences, the first one's translation, a plateau warning."
     pairs, warned = pairs[:recipe.probe_sentences], []
     def probe(model: Transformer, rec: dict) -> dict:
         hyps = translate(model, tokenizer, [s for s, _ in pairs], recipe.decode_config(1), decoder=EngineDecoder)
-        out = {"greedy_bleu": round(corpus_bleu(hyps, [t for _, t in pairs]).score, 2), "sample": f"{pairs[0][0]} -> {hyps[0]}"}
+        out = {"greedy_bleu": round(corpus_bleu(hyps, [t for _, t in pairs]).score, 2),
+               "sample": f"{pairs[0][0]} -> {hyps[0]}"}
         if "val_ppl" in recipe.expect and not warned:
             update, ppl = recipe.expect["val_ppl"]
             if rec["step"] >= update and rec["val_ppl"] > ppl:
                 warned.append(rec["step"])
-                out["warning"] = (f"perplexity {rec['val_ppl']:.1f} at update {rec['step']:,}; this recipe is below {ppl:g} by update "
+                out["warning"] = (f"perplexity {rec['val_ppl']:.1f} at update {rec['step']:,}; "
+                                  f"this recipe is below {ppl:g} by update "
                                   f"{update:,}. The model has not learned to use its source yet ({PLATEAU_HELP})")
         return out
     return probe
@@ -267,15 +280,19 @@ def expectation_problems(
         update, ppl = e["val_ppl"]
         at = [r for r in val_log if r["step"] >= update][:1]
         if at and at[0]["val_ppl"] > ppl:
-            problems.append(f"validation perplexity {at[0]['val_ppl']:.1f} at update {at[0]['step']:,}, where this recipe is below {ppl:g}: "
+            problems.append(f"validation perplexity {at[0]['val_ppl']:.1f} at update {at[0]['step']:,}, "
+                            f"where this recipe is below {ppl:g}: "
                             f"the model did not learn to use its source in time ({PLATEAU_HELP})")
     if "updates" in e and results["updates"] < e["updates"]:
-        problems.append(f"{results['updates']:,} updates, fewer than the {e['updates']:,} this recipe's score needs: this machine trained "
-                        f"at {results['tok_per_s']:,} target tokens/s (host.json says on what); give it more minutes (--minutes) "
+        problems.append(f"{results['updates']:,} updates, fewer than the {e['updates']:,} this recipe's score needs: "
+                        f"this machine trained at {results['tok_per_s']:,} target tokens/s (host.json says on what); "
+                        f"give it more minutes (--minutes) "
                         f"or the machine to itself")
-    if "bleu" in e and results[f"{key}/{recipe.test_split}"]["bleu"]["score"] < e["bleu"] and results["updates"] >= e.get("updates", 0):
-        problems.append(f"BLEU {results[f'{key}/{recipe.test_split}']['bleu']['score']} on {recipe.test_split}, below the {e['bleu']:g} "
-                        f"this recipe reaches: read the translations ({recipe.test_split}.{key}.{recipe.tgt_lang}) and the log's "
+    if ("bleu" in e and results[f"{key}/{recipe.test_split}"]["bleu"]["score"] < e["bleu"]
+            and results["updates"] >= e.get("updates", 0)):
+        problems.append(f"BLEU {results[f'{key}/{recipe.test_split}']['bleu']['score']} on {recipe.test_split}, "
+                        f"below the {e['bleu']:g} this recipe reaches: "
+                        f"read the translations ({recipe.test_split}.{key}.{recipe.tgt_lang}) and the log's "
                         f"validation lines ({PLATEAU_HELP})")
     return problems
 
@@ -295,7 +312,8 @@ def recipe_pairs(
     train_pairs = load_corpus(recipe, "train", data_dir, download)
     if recipe.train_pairs: train_pairs = train_pairs[:recipe.train_pairs]
     val_pairs, test_pairs = (load_corpus(recipe, s, data_dir, download) for s in (recipe.val_split, recipe.test_split))
-    if recipe.eval_sentences: val_pairs, test_pairs = val_pairs[:recipe.eval_sentences], test_pairs[:recipe.eval_sentences]
+    if recipe.eval_sentences:
+        val_pairs, test_pairs = val_pairs[:recipe.eval_sentences], test_pairs[:recipe.eval_sentences]
     return train_pairs, val_pairs, test_pairs
 
 def fit_recipe(
@@ -306,7 +324,7 @@ def fit_recipe(
     val_pairs: list[tuple[str, str]],  # the validation pairs
     progress: bool = True,  # show progress bars
 ) -> tuple[Transformer, dict | None]:
-    "Encode, batch, initialise and train (or find the run finished): the model and the history, None on processes other than rank 0."
+    "Encode, batch, initialise and train (or find the run finished): the model and the history (None off rank 0)."
     rank, world, _ = dist_env()
     config = recipe.model_config(tokenizer.vocab_size)
     train_ids, _ = filter_pairs(encode_pairs(tokenizer, train_pairs), config.max_len - 2, "train")   # room for BOS/EOS
@@ -339,10 +357,11 @@ def score_run(
     test_pairs: list[tuple[str, str]],  # likewise, and with greedy decoding when `compare_greedy`
     progress: bool = True,  # show progress bars
 ) -> dict:
-    "Average the last checkpoints, then translate and score val and test with the final and the averaged weights: the results."
+    "Average the last checkpoints, then score val and test with the final and the averaged weights: the results."
     log = [json.loads(l) for l in (out / "log.jsonl").read_text().splitlines()]
     steps = [r for r in log if "val_loss" not in r]
-    results = {"train_seconds": round(steps[-1]["seconds"], 1) if steps else 0.0, "target_tokens": sum(r["tokens"] for r in steps)}
+    results = {"train_seconds": round(steps[-1]["seconds"], 1) if steps else 0.0,
+               "target_tokens": sum(r["tokens"] for r in steps)}
     results["tok_per_s"] = round(results["target_tokens"] / max(results["train_seconds"], 1e-9))
     models = {"final": out / "model.safetensors"}
     ckpts = list_checkpoints(out)
@@ -358,7 +377,8 @@ def score_run(
             say(f"{name} weights, {split}, beam {recipe.beam}: BLEU {scores['bleu']['score']}  "
                  f"chrF {scores['chrf']['score']}  ({scores['bleu']['signature']})")
         if recipe.compare_greedy and recipe.beam > 1:   # greedy too, to show what beam search adds
-            results[f"{name}/{recipe.test_split}/greedy"], _ = score_split(m, tokenizer, test_pairs, recipe, 1, progress)
+            results[f"{name}/{recipe.test_split}/greedy"], _ = score_split(m, tokenizer, test_pairs, recipe, 1,
+                                                                           progress)
     if (out / "host.json").is_file(): results["host"] = json.loads((out / "host.json").read_text())
     return results
 

@@ -50,8 +50,11 @@ def resolve_device(
 
 # %% ../nbs/00_runtime.ipynb #dc159c64
 def _cpu_bf16_instructions() -> list[str]:
-    "The CPU's instructions that compute bf16 (AVX512-BF16, AMX), as torch detects them; none where this torch cannot tell."
-    try: return [n for n, ok in (("AVX512-BF16", torch.cpu._is_avx512_bf16_supported()), ("AMX", torch.cpu._is_amx_tile_supported())) if ok]
+    # none where this torch cannot tell
+    "The CPU's instructions that compute bf16 (AVX512-BF16, AMX), as torch detects them."
+    try:
+        return [n for n, ok in (("AVX512-BF16", torch.cpu._is_avx512_bf16_supported()),
+                                ("AMX", torch.cpu._is_amx_tile_supported())) if ok]
     except AttributeError: return []                      # a torch without these probes: assume none
 
 @dataclass(frozen=True)
@@ -66,17 +69,20 @@ class Precision:
         return self.dtype == torch.float16
 
     def __str__(self) -> str:
-        return {torch.bfloat16: "bf16 autocast", torch.float16: "float16 autocast with a gradient scaler"}.get(self.dtype, "float32")
+        return {torch.bfloat16: "bf16 autocast",
+                torch.float16: "float16 autocast with a gradient scaler"}.get(self.dtype, "float32")
 
 def choose_precision(
     device: torch.device,  # the device that computes
     amp: str = "auto",  # `TrainConfig.amp`: 'auto', 'bf16', 'fp16' or 'none'
 ) -> Precision:
     "The one decision of what `amp` computes in on `device`: by name, or for 'auto' from the device's capabilities."
-    if amp != "auto": return Precision({"bf16": torch.bfloat16, "fp16": torch.float16, "none": torch.float32}[amp], f"amp={amp!r}")
+    if amp != "auto":
+        return Precision({"bf16": torch.bfloat16, "fp16": torch.float16, "none": torch.float32}[amp], f"amp={amp!r}")
     if device.type == "cuda":
         cc = "{}.{}".format(*torch.cuda.get_device_capability(device))
-        if torch.cuda.get_device_capability(device) >= (8, 0): return Precision(torch.bfloat16, f"CUDA compute capability {cc} computes bf16")
+        if torch.cuda.get_device_capability(device) >= (8, 0):
+            return Precision(torch.bfloat16, f"CUDA compute capability {cc} computes bf16")
         return Precision(torch.float16, f"CUDA compute capability {cc} computes float16 but not bf16")
     if device.type != "cpu": return Precision(torch.float32, f"no mixed precision on {device.type}")
     found = _cpu_bf16_instructions()
@@ -105,12 +111,13 @@ def host_info(
     device: torch.device,  # the device that trains
     amp: str = "auto",  # the run's `TrainConfig.amp`
 ) -> dict:
-    "What a run's speed and arithmetic depend on: the CPU (and GPU), the instructions that decided `amp`, threads, precision."
+    "What a run's speed and arithmetic depend on: the CPU (and GPU), the instructions behind `amp`, threads, precision."
     info = {"cpu": cpu_name(), "threads": torch.get_num_threads(), "device": str(device)}
     if device.type == "cuda": info["gpu"] = torch.cuda.get_device_name(device)
     else:
         bf16 = _cpu_bf16_instructions()
-        info["instructions"] = f"{torch.backends.cpu.get_cpu_capability()}, " + (" and ".join(bf16) if bf16 else "no bf16 instructions")
+        info["instructions"] = (f"{torch.backends.cpu.get_cpu_capability()}, "
+                                + (" and ".join(bf16) if bf16 else "no bf16 instructions"))
     chosen = choose_precision(device, amp)
     info["precision"], info["precision_why"] = str(chosen), chosen.why
     return {**info, "amp": amp, "torch": torch.__version__}
@@ -122,16 +129,21 @@ def describe_host(info: dict) -> str:
 
 # %% ../nbs/00_runtime.ipynb #e62736e0
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4   # glibc's mallopt parameters (malloc.h)
-ONEDNN_CACHE = 128  # compiled products oneDNN keeps under CPU autocast: the new ones of four to six updates (chapter 09)
-MAPPED_BLOCK = 32 * 2**20  # under CPU autocast, blocks this big or bigger (the logits') are mapped and handed back when freed (chapter 09)
+# compiled products oneDNN keeps under CPU autocast: the new ones of four to six updates (chapter 09)
+ONEDNN_CACHE = 128
+# under CPU autocast, blocks this big or bigger (the logits') are mapped and handed back when freed (chapter 09)
+MAPPED_BLOCK = 32 * 2**20
 
 def retain_freed_memory(
     precision: Precision | None = None,  # what the run computes in (`choose_precision`); CPU autocast is treated apart
 ) -> bool:
-    "Make glibc's malloc keep freed memory for reuse (no trimming; under CPU autocast the largest blocks excepted, and oneDNN's caches bounded); True where malloc took it."
+    # no trimming; under CPU autocast the largest blocks excepted, and oneDNN's caches bounded
+    "Make glibc's malloc keep freed memory for reuse; True where malloc took it."
     autocast = precision is not None and precision.dtype != torch.float32
-    if autocast:                                       # autocast's products go through oneDNN, whose caches grow per shape
-        for var in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY"): os.environ.setdefault(var, str(ONEDNN_CACHE))
+    # autocast's products go through oneDNN, whose caches grow per shape
+    if autocast:
+        for var in ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY"):
+            os.environ.setdefault(var, str(ONEDNN_CACHE))
     if not sys.platform.startswith("linux"): return False
     try: libc = ctypes.CDLL("libc.so.6")
     except OSError: return False                       # not glibc (musl, …): nothing to tune

@@ -36,7 +36,8 @@ class Tokenizer:
     pad_id, unk_id, bos_id, eos_id = PAD_ID, UNK_ID, BOS_ID, EOS_ID
 
     def __init__(self, model_proto: bytes):  # the bytes of a sentencepiece .model file
-        import sentencepiece as spm     # here, not at the top: the special ids above are all that batching and the loss import
+        # here, not at the top: the special ids above are all that batching and the loss import
+        import sentencepiece as spm
         self.model_proto = bytes(model_proto)
         try:
             if not self.model_proto: raise RuntimeError("empty")
@@ -70,7 +71,8 @@ class Tokenizer:
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(sentences), model_writer=out, model_type=model_type, vocab_size=vocab_size,
             pad_id=PAD_ID, unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID,
-            pad_piece=SPECIAL_PIECES[0], unk_piece=SPECIAL_PIECES[1], bos_piece=SPECIAL_PIECES[2], eos_piece=SPECIAL_PIECES[3],
+            pad_piece=SPECIAL_PIECES[0], unk_piece=SPECIAL_PIECES[1],
+            bos_piece=SPECIAL_PIECES[2], eos_piece=SPECIAL_PIECES[3],
             normalization_rule_name="identity", remove_extra_whitespaces=False, byte_fallback=byte_fallback,
             character_coverage=character_coverage, input_sentence_size=max_sentences, shuffle_input_sentence=True,
             num_threads=1, minloglevel=0 if verbose else 2)
@@ -90,7 +92,8 @@ class Tokenizer:
 
     def save(self, path: str | Path) -> Path:
         "Write the model file (one self-contained sentencepiece .model)."
-        path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(self.model_proto)
         return path
 
@@ -119,7 +122,8 @@ class Tokenizer:
             i = int(i)
             if i == EOS_ID: break
             if i in (PAD_ID, BOS_ID): continue
-            if not 0 <= i < self.vocab_size: raise ValueError(f"token id {i} is outside the vocabulary (size {self.vocab_size})")
+            if not 0 <= i < self.vocab_size:
+                raise ValueError(f"token id {i} is outside the vocabulary (size {self.vocab_size})")
             out.append(i)
         return self.sp.decode(out)
 
@@ -145,7 +149,8 @@ def filter_pairs(
     max_sentence_tokens: int,  # longest allowed side, in tokens (without BOS/EOS)
     name: str = "pairs",  # what to call them in the message
 ) -> tuple[list[tuple[Sequence[int], Sequence[int]]], dict[str, int]]:
-    "Pairs whose sides are non-empty and at most max_sentence_tokens tokens, and counts of the rest; says what it dropped."
+    # says what it dropped
+    "Pairs whose sides are non-empty and at most max_sentence_tokens tokens, and counts of the rest."
     n = max_sentence_tokens
     if n < 1: raise ValueError(f"max_sentence_tokens must be at least 1, got {n}")
     kept, too_long, empty = [], 0, 0
@@ -169,7 +174,8 @@ def check_fits(
     src = getattr(tokenizer, "src_vocab_size", tgt)
     if (src, tgt) != (c.src_vocab_size, c.tgt_vocab_size):
         ours = f"{tgt} pieces" if src == tgt else f"{src} source and {tgt} target pieces"
-        theirs = f"{c.tgt_vocab_size}" if c.src_vocab_size == c.tgt_vocab_size else f"{c.src_vocab_size} source and {c.tgt_vocab_size} target pieces"
+        theirs = (f"{c.tgt_vocab_size}" if c.src_vocab_size == c.tgt_vocab_size
+                  else f"{c.src_vocab_size} source and {c.tgt_vocab_size} target pieces")
         raise ValueError(f"the tokenizer has {ours} but the model has {theirs}: they do not belong together")
     ids = (getattr(tokenizer, "pad_id", c.pad_id), getattr(tokenizer, "eos_id", c.eos_id))
     if ids != (c.pad_id, c.eos_id):

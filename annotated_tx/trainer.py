@@ -37,7 +37,7 @@ class TrainConfig(Config):
     max_minutes: float = 0.0  # stop after this many minutes of training, resumed runs included (0: no limit)
     warmup: int = 4000  # warmup_steps of eq. (3)
     lr_factor: float = 1.0  # multiplies eq. (3)
-    cooldown: float = 0.0  # decay the rate linearly to 0 over this last fraction of the budget (0: eq. (3) to the end, as the paper)
+    cooldown: float = 0.0  # decay the rate linearly to 0 over this last share of the budget (0: eq. (3) to the end)
     d_model: int | None = None  # d_model in eq. (3) (default: the model's)
     betas: tuple[float, float] = (0.9, 0.98)  # Adam β1, β2
     adam_eps: float = 1e-9  # Adam ε
@@ -51,7 +51,7 @@ class TrainConfig(Config):
     log_every: int = 10  # refresh the progress bar's loss every N updates (the log file gets every update)
     seed: int = 0  # seeds dropout (process r uses seed + r)
     device: str = "auto"  # 'auto' (CUDA if present), 'cpu', 'cuda', 'cuda:1', …
-    amp: str = "auto"  # 'auto' (chosen from the device by `choose_precision`), 'bf16', 'fp16' (with a gradient scaler) or 'none'
+    amp: str = "auto"  # 'auto' (by `choose_precision`), 'bf16', 'fp16' (with a gradient scaler) or 'none'
     compile: bool = False  # torch.compile the model
     progress: bool = True  # show a progress bar (rank 0 only)
 
@@ -86,13 +86,14 @@ def validation_loss(
     device: str | torch.device | None = None,  # default: the model's
     amp: str = "auto",  # autocast as in training
     *,
-    loss: Callable[[nn.Module, Batch], tuple[Tensor, Tensor]] | None = None,  # as in `update_step` (default: `batch_loss`)
+    loss: Callable[[nn.Module, Batch], tuple[Tensor, Tensor]] | None = None,  # as in `update_step`
 ) -> dict:
     "Per-token label-smoothed loss, NLL and perplexity over `batches`, in eval mode (no dropout)."
     loss = loss or (lambda m, b: batch_loss(m, b, label_smoothing))
     model = unwrap(model)
     device = torch.device(device) if device is not None else next(model.parameters()).device
-    total = nll = 0.0; n = 0
+    total = nll = 0.0
+    n = 0
     with evaluating(model):
         for b in batches:
             with autocast_for(device, amp): l, nl = loss(model, b.to(device))
@@ -120,7 +121,8 @@ def learning_rate(
     d_model: int,  # d_model of eq. (3)
     seconds: float = 0.0,  # training seconds spent before it (a time budget's share)
 ) -> float:
-    "The rate of update `step`: `lr_factor` × eq. (3) × the cooldown's factor at the share of the budget spent before it."
+    # the cooldown's factor: at the share of the budget spent before the update
+    "The rate of update `step`: `lr_factor` × eq. (3) × the cooldown's factor."
     used = max(_budget_shares(cfg, step - 1, seconds), default=0.0)    # updates or minutes, whichever runs out first
     return cfg.lr_factor * rate(step, d_model, cfg.warmup) * cooldown_scale(used, cfg.cooldown)
 
@@ -133,14 +135,15 @@ def update_step(
     *,
     cfg: TrainConfig,  # label_smoothing (of the default loss), clip_norm and amp are read from it
     lr: float,  # the learning rate of this update (`learning_rate`)
-    loss: Callable[[nn.Module, Batch], tuple[Tensor, Tensor]] | None = None,  # (model, batch) -> summed loss and NLL over its target tokens (default: `batch_loss`)
+    loss: Callable[[nn.Module, Batch], tuple[Tensor, Tensor]] | None = None,  # (model, batch) -> summed loss and NLL
     scaler: torch.amp.GradScaler | None = None,  # float16's gradient scaler (None: float32 or bf16, nothing to scale)
-    ddp: nn.Module | None = None,  # the DistributedDataParallel wrapper, whose `no_sync` defers the all-reduce (default: `model`)
+    ddp: nn.Module | None = None,  # the DistributedDataParallel wrapper, whose `no_sync` defers the all-reduce
     rank: int = 0,  # this process's rank
     world: int = 1,  # number of processes
     device: str | torch.device | None = None,  # where the batches go (default: the model's device)
 ) -> dict:
-    "One optimizer update: backward on each micro-batch's loss over the update's target tokens, then Adam at rate `lr` (skipped on a float16 overflow)."
+    # the Adam step is skipped on a float16 overflow
+    "One optimizer update: backward on each micro-batch's loss over the update's target tokens, then Adam at rate `lr`."
     loss = loss or (lambda m, b: batch_loss(m, b, cfg.label_smoothing))
     ddp = model if ddp is None else ddp
     device = torch.device(device) if device is not None else next(unwrap(model).parameters()).device
@@ -157,12 +160,14 @@ def update_step(
     rec = {}
     if scaler: scaler.unscale_(optimizer)                 # clip, and step, on the true gradients
     if cfg.clip_norm > 0:
-        rec["grad_norm"] = float(torch.nn.utils.clip_grad_norm_([p for g in optimizer.param_groups for p in g["params"]], cfg.clip_norm))
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        rec["grad_norm"] = float(torch.nn.utils.clip_grad_norm_(params, cfg.clip_norm))
     set_lr(optimizer, lr)
     if scaler is None: optimizer.step()
     else:
         scale = scaler.get_scale()
-        scaler.step(optimizer); scaler.update()           # no step when a gradient is inf or nan; then the scale halves
+        scaler.step(optimizer)           # no step when a gradient is inf or nan; then the scale halves
+        scaler.update()
         rec.update(scale=scale, skipped=scaler.get_scale() < scale)
     optimizer.zero_grad(set_to_none=True)
     if world > 1: dist.all_reduce(sums)
@@ -177,9 +182,11 @@ def budget_used(
     seconds: float,  # training seconds spent
     epochs: float | None = None,  # epochs done, with the fraction of the current one (None: unknown)
 ) -> tuple[float | None, str]:
-    "Share of the budget spent (of the limit closest to running out; None when no limit is known) and 'spent/budget' of each limit."
+    # the share: of the limit closest to running out; None when no limit is known
+    "Share of the budget spent and 'spent/budget' of each limit."
     parts = [f"update {step:,}" + (f"/{cfg.max_updates:,}" if cfg.max_updates else "")]
-    if cfg.max_minutes: parts.append(f"{tqdm.format_interval(seconds)}/{tqdm.format_interval(60 * cfg.max_minutes)} of training")
+    if cfg.max_minutes:
+        parts.append(f"{tqdm.format_interval(seconds)}/{tqdm.format_interval(60 * cfg.max_minutes)} of training")
     if cfg.max_epochs and epochs is not None: parts.append(f"epoch {epochs:.2f}/{cfg.max_epochs}")
     shares = _budget_shares(cfg, step, seconds, epochs)
     return (min(1.0, max(shares)) if shares else None), ", ".join(parts)
@@ -192,18 +199,22 @@ def progress_bar(
     disable: bool = False,  # hide it (e.g. on every process but rank 0)
     precision: str = "float32",  # what the run computes in (`str` of `choose_precision`'s answer), shown first
 ) -> tqdm:
-    "A tqdm bar over the share of the budget: the precision, spent/budget, percentage and ETA, then loss, learning rate and tokens/s."
+    # the bar: the precision, spent/budget, percentage and ETA, then loss, learning rate and tokens/s
+    "A tqdm bar over the share of the budget."
     share, text = budget_used(cfg, step, seconds, epochs)
     fmt = "{desc} {percentage:3.0f}%|{bar:16}| ETA {remaining}{postfix}" if share is not None else "{desc}{postfix}"
-    return tqdm(total=1.0 if share is not None else None, initial=share or 0.0, desc=f"train ({precision}) {text}", bar_format=fmt,
-                disable=disable or not cfg.progress, mininterval=1.0, dynamic_ncols=True)
+    return tqdm(total=1.0 if share is not None else None, initial=share or 0.0, desc=f"train ({precision}) {text}",
+                bar_format=fmt, disable=disable or not cfg.progress, mininterval=1.0, dynamic_ncols=True)
 
-def _show_progress(bar: tqdm, cfg: TrainConfig, rec: dict, epochs: float | None, loss: bool, skipped: int = 0, precision: str = "float32") -> None:
-    "Show an update's record on the bar: the budget spent, and (when `loss`) the loss, rate, throughput and float16's scale."
+def _show_progress(bar: tqdm, cfg: TrainConfig, rec: dict, epochs: float | None, loss: bool, skipped: int = 0,
+                   precision: str = "float32") -> None:
+    "Show an update's record on the bar: budget spent, and (when `loss`) loss, rate, throughput and float16's scale."
     share, text = budget_used(cfg, rec["step"], rec["seconds"], epochs)
     bar.set_description_str(f"train ({precision}) {text}", refresh=False)
     fp16 = f", float16 scale {rec['scale']:g} ({skipped} skipped)" if "scale" in rec else ""
-    if loss: bar.set_postfix_str(f"loss {rec['loss']:.3f}, lr {rec['lr']:.2e}, {rec['tok_per_s']:,.0f} tok/s{fp16}", refresh=False)
+    if loss:
+        bar.set_postfix_str(f"loss {rec['loss']:.3f}, lr {rec['lr']:.2e}, {rec['tok_per_s']:,.0f} tok/s{fp16}",
+                            refresh=False)
     bar.update(share - bar.n if share is not None else 0)
 
 # %% ../nbs/09_trainer.ipynb #0ca4741b
@@ -214,7 +225,8 @@ def validation_line(
     nums = [f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in rec.items()
             if k not in ("step", "epoch", "val_loss", "val_nll", "val_ppl", "val_tokens") and not isinstance(v, str)]
     text = [f"  {k}: {v}" for k, v in rec.items() if isinstance(v, str)]
-    return "\n".join([f"validation at update {rec['step']:,}: perplexity {rec['val_ppl']:.2f}" + "".join(f", {n}" for n in nums)] + text)
+    head = f"validation at update {rec['step']:,}: perplexity {rec['val_ppl']:.2f}" + "".join(f", {n}" for n in nums)
+    return "\n".join([head] + text)
 
 
 # %% ../nbs/09_trainer.ipynb #64453005
@@ -246,10 +258,14 @@ class _Session:
         ckpts = list_checkpoints(self.out_dir)
         start = Path(resume) if isinstance(resume, (str, Path)) else (ckpts[-1] if resume and ckpts else None)
         if start is None and ckpts and not resume:
-            raise ValueError(f"{self.out_dir} already holds checkpoints ({ckpts[-1].name}); resume, or use another directory")
-        if start is None: seed_everything(self.cfg.seed + self.rank); return None
+            raise ValueError(f"{self.out_dir} already holds checkpoints ({ckpts[-1].name}); "
+                             "resume, or use another directory")
+        if start is None:
+            seed_everything(self.cfg.seed + self.rank)
+            return None
         state = load_checkpoint(start, self.model, self.optimizer, self.device)
-        self.step, self.epoch, self.done, self.seconds = state["step"], state["epoch"], state["batches_done_in_epoch"], state["train_seconds"]
+        self.step, self.epoch = state["step"], state["epoch"]
+        self.done, self.seconds = state["batches_done_in_epoch"], state["train_seconds"]
         self.saved_at, self.saved_seconds = self.step, self.seconds
         if not restore_rng(state, self.rank, self.device): seed_everything(self.cfg.seed + self.rank + 7919 * self.step)
         if self.scaler is not None and "grad_scaler" in state: self.scaler.load_state_dict(state["grad_scaler"])
@@ -266,20 +282,24 @@ class _Session:
         for r in kept: self.history["val" if "val_loss" in r else "train"].append(r)
         log_path.write_text("".join(json.dumps(r) + "\n" for r in kept))
         hosts = read_json(out / "host.json") if resumed and (out / "host.json").is_file() else []
-        hosts = [h for h in hosts if h["from_update"] < self.step] + [{"from_update": self.step, **host_info(self.device, self.cfg.amp)}]
+        hosts = ([h for h in hosts if h["from_update"] < self.step]
+                 + [{"from_update": self.step, **host_info(self.device, self.cfg.amp)}])
         (out / "host.json").write_text(json.dumps(hosts, indent=1))   # one record per training session
         self.log = opened.enter_context(open(log_path, "a"))
 
     def write(self, rec: dict) -> None:
         "Add a record to the history and the log."
         self.history["val" if "val_loss" in rec else "train"].append(rec)
-        self.log.write(json.dumps(rec) + "\n"); self.log.flush()
+        self.log.write(json.dumps(rec) + "\n")
+        self.log.flush()
 
-    def validate(self, val_data: Iterable[Batch] | None, probe: Callable | None, loss: Callable[[nn.Module, Batch], tuple[Tensor, Tensor]] | None) -> None:
+    def validate(self, val_data: Iterable[Batch] | None, probe: Callable | None,
+                 loss: Callable[[nn.Module, Batch], tuple[Tensor, Tensor]] | None) -> None:
         "rank 0: the validation loss at this update, with what `probe` adds, logged and printed."
         if self.rank != 0 or val_data is None: return
         cfg = self.cfg
-        rec = {"step": self.step, "epoch": self.epoch, **validation_loss(self.model, val_data, cfg.label_smoothing, self.device, cfg.amp, loss=loss)}
+        rec = {"step": self.step, "epoch": self.epoch,
+               **validation_loss(self.model, val_data, cfg.label_smoothing, self.device, cfg.amp, loss=loss)}
         if probe is not None:
             with evaluating(self.model): rec.update(probe(self.model, rec))
         self.write(rec)
@@ -289,10 +309,12 @@ class _Session:
         "Write a checkpoint of this update (every process takes part; rank 0 writes) and keep the last `keep_last`."
         rng = gather_rng(self.device, self.world)              # collective: every process takes part
         if self.rank == 0:
-            state = {"step": self.step, "epoch": self.epoch, "batches_done_in_epoch": self.done, "train_seconds": self.seconds,
-                     "world_size": self.world, "train_config": self.cfg.to_dict(), "host_rng": host_rng()}
+            state = {"step": self.step, "epoch": self.epoch, "batches_done_in_epoch": self.done,
+                     "train_seconds": self.seconds, "world_size": self.world, "train_config": self.cfg.to_dict(),
+                     "host_rng": host_rng()}
             if self.scaler is not None: state["grad_scaler"] = self.scaler.state_dict()
-            save_checkpoint(self.out_dir / "checkpoints" / f"step-{self.step:08d}", self.model, self.optimizer, state, rng)
+            save_checkpoint(self.out_dir / "checkpoints" / f"step-{self.step:08d}", self.model, self.optimizer,
+                            state, rng)
             if self.cfg.keep_last:
                 for old in list_checkpoints(self.out_dir)[:-self.cfg.keep_last]: shutil.rmtree(old, ignore_errors=True)
         self.saved_at, self.saved_seconds = self.step, self.seconds
@@ -305,15 +327,20 @@ class _Session:
         return None
 
     def decide(self) -> tuple[str | None, bool]:
-        "After an update: the limit that stops the run (None: none), and whether to write a checkpoint; rank 0's clock decides for all."
+        # rank 0's clock decides for all
+        "After an update: the limit that stops the run (None: none), and whether to write a checkpoint."
         cfg, stop = self.cfg, self.limit_reached()
-        by_time = bool(cfg.checkpoint_every_minutes and self.seconds - self.saved_seconds >= 60 * cfg.checkpoint_every_minutes)
-        if self.world > 1:                                 # rank 0's clock decides for everyone (stops, checkpoints, cooldown)
+        by_time = bool(cfg.checkpoint_every_minutes
+                       and self.seconds - self.saved_seconds >= 60 * cfg.checkpoint_every_minutes)
+        # rank 0's clock decides for everyone (stops, checkpoints, cooldown)
+        if self.world > 1:
             f = torch.tensor([float(stop == "max_updates"), float(stop == "max_minutes"), float(by_time), self.seconds],
                              dtype=torch.float64, device=self.device if self.device.type == "cuda" else "cpu")
-            dist.broadcast(f, 0); (by_updates, by_minutes, by_time), self.seconds = f[:3].bool().tolist(), float(f[3])
+            dist.broadcast(f, 0)
+            (by_updates, by_minutes, by_time), self.seconds = f[:3].bool().tolist(), float(f[3])
             stop = "max_updates" if by_updates else "max_minutes" if by_minutes else None
-        return stop, bool((cfg.checkpoint_every_updates and self.step % cfg.checkpoint_every_updates == 0) or by_time or stop)
+        by_count = cfg.checkpoint_every_updates and self.step % cfg.checkpoint_every_updates == 0
+        return stop, bool(by_count or by_time or stop)
 
 
 # %% ../nbs/09_trainer.ipynb #c97fe461
@@ -338,13 +365,15 @@ def _open_run(
     d_model = cfg.d_model or getattr(getattr(model, "config", None), "d_model", None)
     if not d_model: raise ValueError("the learning-rate schedule needs d_model: set TrainConfig.d_model")
     scaler = torch.amp.GradScaler(device.type) if precision.scaled else None
-    run = _Session(model, make_optimizer(model, cfg.betas, cfg.adam_eps), cfg, out_dir, rank, world, device, d_model, precision, scaler)
+    run = _Session(model, make_optimizer(model, cfg.betas, cfg.adam_eps), cfg, out_dir, rank, world, device, d_model,
+                   precision, scaler)
     start = run.resume(resume)
     run.open_log(opened, resumed=start is not None)
     return run
 
 def distinct_sizes():
-    "For `compile`: lengths that happen to be equal (a source and a target of 19 tokens) get separate symbols, so that a later batch does not recompile."
+    # e.g. a source and a target of 19 tokens
+    "For `compile`: lengths that happen to be equal get separate symbols, so that a later batch does not recompile."
     return fx_config.patch(use_duck_shape=False)     # Dynamo's "duck sizing" would guard that they stay equal
 
 def _train_until_stop(
@@ -356,12 +385,16 @@ def _train_until_stop(
 ) -> str:
     "Update epoch after epoch, validating and checkpointing as set, until a limit is reached; return its name."
     cfg, world = run.cfg, run.world
-    ddp = nn.parallel.DistributedDataParallel(run.model, device_ids=[run.device.index] if run.device.type == "cuda" else None) if world > 1 else run.model
+    ddp = (nn.parallel.DistributedDataParallel(run.model,
+                                               device_ids=[run.device.index] if run.device.type == "cuda" else None)
+           if world > 1 else run.model)
     fwd = torch.compile(ddp, dynamic=True) if cfg.compile else ddp
     per_epoch = len(data) if cfg.max_epochs and hasattr(data, "__len__") else None   # batches per epoch, for the bar
     epochs = lambda: run.epoch + run.done / per_epoch if per_epoch else None
-    stop = run.limit_reached()                             # a resumed run may have reached it already
-    with progress_bar(cfg, run.step, run.seconds, epochs(), disable=run.rank != 0, precision=str(run.precision)) as bar, \
+    # a resumed run may have reached it already
+    stop = run.limit_reached()
+    with progress_bar(cfg, run.step, run.seconds, epochs(), disable=run.rank != 0,
+                      precision=str(run.precision)) as bar, \
             distinct_sizes() if cfg.compile else nullcontext():
         while stop is None:
             if cfg.max_epochs and run.epoch >= cfg.max_epochs: return "max_epochs"
@@ -369,16 +402,21 @@ def _train_until_stop(
             while stop is None:
                 t0 = time.perf_counter()
                 group = list(islice(stream, cfg.accum_steps * world))
-                if len(group) < world: break                  # end of the epoch (too few batches left for every process)
-                rec = update_step(fwd, run.optimizer, group, cfg=cfg, lr=learning_rate(cfg, run.step + 1, d_model=run.d_model, seconds=run.seconds),
+                # end of the epoch (too few batches left for every process)
+                if len(group) < world: break
+                lr = learning_rate(cfg, run.step + 1, d_model=run.d_model, seconds=run.seconds)
+                rec = update_step(fwd, run.optimizer, group, cfg=cfg, lr=lr,
                                   loss=loss, scaler=run.scaler, ddp=ddp, rank=run.rank, world=world, device=run.device)
-                run.step, run.done, run.skipped = run.step + 1, run.done + len(group), run.skipped + rec.get("skipped", False)
+                run.step, run.done = run.step + 1, run.done + len(group)
+                run.skipped = run.skipped + rec.get("skipped", False)
                 dt = time.perf_counter() - t0
                 run.seconds += dt
-                rec = {"step": run.step, "epoch": run.epoch, **rec, "tok_per_s": rec["tokens"] / dt, "seconds": run.seconds}
+                rec = {"step": run.step, "epoch": run.epoch, **rec, "tok_per_s": rec["tokens"] / dt,
+                       "seconds": run.seconds}
                 if run.rank == 0:
                     run.write(rec)
-                    _show_progress(bar, cfg, rec, epochs(), run.step % cfg.log_every == 0 or run.step == 1, run.skipped, str(run.precision))
+                    _show_progress(bar, cfg, rec, epochs(), run.step % cfg.log_every == 0 or run.step == 1, run.skipped,
+                                   str(run.precision))
                 if cfg.val_every and run.step % cfg.val_every == 0: run.validate(val_data, probe, loss)
                 stop, save = run.decide()
                 if save: run.checkpoint()
@@ -394,9 +432,9 @@ def train(
     out_dir: str | Path,  # log, checkpoints and final model go here
     val_data: Iterable[Batch] | None = None,  # validation batches (a list, or re-iterable)
     resume: bool | str | Path = True,  # continue from the latest checkpoint in out_dir (or from this checkpoint)
-    probe: Callable[[nn.Module, dict], dict] | None = None,  # (model in eval mode, validation record) -> more fields for it, e.g. BLEU of a few translations
+    probe: Callable[[nn.Module, dict], dict] | None = None,  # (model in eval mode, validation record) -> more fields
     *,
-    loss: Callable[[nn.Module, Batch], tuple[Tensor, Tensor]] | None = None,  # (model, batch) -> summed loss and NLL (default: `batch_loss`), for training and validation
+    loss: Callable[[nn.Module, Batch], tuple[Tensor, Tensor]] | None = None,  # (model, batch) -> summed loss and NLL
 ) -> dict:
     "Train `model`; return the history: per-update records, validation records, checkpoints and why it stopped."
     if not (cfg.max_updates or cfg.max_epochs or cfg.max_minutes):
@@ -407,7 +445,8 @@ def train(
         run = _open_run(opened, model, cfg, out_dir, resume, device)
         stop = _train_until_stop(run, data, val_data, probe, loss)
         if run.saved_at != run.step: run.checkpoint()
-        if not (run.history["val"] and run.history["val"][-1]["step"] == run.step): run.validate(val_data, probe, loss)   # once per step
+        # once per step
+        if not (run.history["val"] and run.history["val"][-1]["step"] == run.step): run.validate(val_data, probe, loss)
         if run.rank == 0: save_weights(run.model, out_dir / "model.safetensors", {"step": run.step})
     return {**run.history, "step": run.step, "epoch": run.epoch, "stopped": stop, "out_dir": str(out_dir),
             "checkpoints": [str(p) for p in list_checkpoints(out_dir)]}
