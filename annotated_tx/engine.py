@@ -6,7 +6,7 @@ Docs: https://annotated-tx.github.io/annotated_tx/engine.html.md"""
 
 # %% ../nbs/19_engine.ipynb #e0000003
 from __future__ import annotations
-import contextlib, hashlib, math, os, warnings, weakref
+import contextlib, hashlib, math, os, stat, warnings, weakref
 from pathlib import Path
 from typing import Callable
 import torch
@@ -585,12 +585,20 @@ def cache_report(folder: Path | None = None) -> tuple[list[tuple[Path, int]], in
     return [(p, size) for _, p, size in sorted(found, reverse=True)], step_cache_bytes()
 
 
+def _kept(path: Path) -> bool:
+    "Whether a compiled step is kept at `path`; any error but its absence is raised (a folder under a file, no access)."
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
 def load_or_compile_step(model: Transformer, k: int, path: Path, compile: bool) -> Callable | bool | None:
     # compiled first if asked and not there (saying so)
     "The compiled step in `path`; None: not there; False: failed, having said why."
     part = path.with_suffix(f".{os.getpid()}.pt2")
     try:
-        if not path.is_file():
+        if not _kept(path):
             if not compile:
                 return None
             say(f"compiling the decoding step for {'greedy decoding' if k == 1 else f'beam search ({k} beams)'} "
