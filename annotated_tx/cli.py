@@ -228,10 +228,11 @@ def evaluate_recipe(a: argparse.Namespace):
 def evaluate_main(argv: list[str] | None = None) -> int:
     "`annotated-tx evaluate`: translate a corpus split with a saved model and print sacreBLEU, chrF and tokenized BLEU."
     from annotated_tx.decoding import Translator
+    from annotated_tx.engine import EngineDecoder
     from annotated_tx.recipes import load_corpus, score_split
     a = evaluate_parser().parse_args(argv)
     recipe = evaluate_recipe(a)
-    t = Translator.load(a.model, a.tokenizer)                       # refuses a tokenizer that does not fit the model
+    t = Translator.load(a.model, a.tokenizer, decoder=EngineDecoder)   # refuses a tokenizer that does not fit the model
     pairs = load_corpus(recipe, recipe.test_split, a.data_dir, not a.no_download)
     scores, hyps = score_split(t.model, t.tokenizer, pairs, recipe)
     if a.output: Path(a.output).write_text("\n".join(hyps) + "\n")
