@@ -45,16 +45,14 @@ class IncrementalDecoder:
         "Log-probabilities `[N, V]` of the next token of every row: only the positions not yet in the cache go through."
         return self.log_probs(self.model.decode(y[:, len(self.cache):], self.memory, self.mask, self.cache)[:, -1])
 
-    def reorder(self, rows: Tensor, sentences: Tensor | None = None):  # new row r continues old row rows[r]
-        # `sentences`: which sentences go on (a subclass may use it)
-        "Reorder the rows (beam search) and drop those of finished sentences."
+    def reorder(self, rows: Tensor, sentences: Tensor | None = None):  # `sentences`: those going on (for subclasses)
+        "Reorder the rows (beam search): new row r continues old row rows[r]; rows of finished sentences are dropped."
         self.memory, self.mask = self.memory.index_select(0, rows), self.mask.index_select(0, rows)
         self.cache.reorder(rows)
 
     @staticmethod
     def top_k(x: Tensor, k: int) -> tuple[Tensor, Tensor]:
-        # a subclass may search faster
-        "The k largest values of each row of `x` `[R, V]`, largest first, and their columns: `Tensor.topk`."
+        "The k largest of each row of `x` `[R, V]` and their columns: `Tensor.topk` (a subclass may search faster)."
         return x.topk(k, -1)
 
 
