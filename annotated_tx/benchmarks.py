@@ -281,6 +281,31 @@ def _check_decode_sizes(
     for name, v in (("max_src_len", hi), ("new_tokens", new_tokens)):
         if v > max_len: raise ValueError(f"{name} {v} is more than the model's max_len {max_len}")
 
+def _print_decode_table(
+    tps: dict[str, list[float]],  # contender -> tokens/s of each round
+    greedy: dict[str, Tensor],  # greedy contender -> its output tokens
+    header: str,  # the table's first line: what ran, where, how often
+) -> None:
+    "Print `bench_decode`'s table: tokens/s, the per-round ratios to CTranslate2 float32 and Marian, identical outputs."
+    names, med = list(tps), {name: statistics.median(v) for name, v in tps.items()}
+    print(header)
+    anchors = [a for a in ("CTranslate2 float32", "Marian") if any(n.startswith(a) for n in names)]
+    print(f"{'contender':28} {'tok/s':>8} {'min':>8} {'max':>8}   " + "".join(f"{'vs ' + a:>22}" for a in anchors))
+    for name in names:
+        search = name.split()[-1]                                         # 'greedy' or 'beam-4'
+        ratios = []
+        for a in anchors:
+            ref = f"{a} {search}"
+            ratios.append("" if ref == name
+                          else f"{statistics.median(x / y for x, y in zip(tps[name], tps[ref])):.2f}x")
+        print(f"{name:28} {med[name]:8.0f} {min(tps[name]):8.0f} {max(tps[name]):8.0f}   "
+              + "".join(f"{r:>22}" for r in ratios))
+    for name, out in greedy.items():                                      # the same weights: the same greedy tokens?
+        if name != names[0]:
+            n = out.size(0)
+            print(f"{name}: {(out == greedy[names[0]]).all(1).sum()} of {n} greedy outputs identical to {names[0]}")
+
+
 def bench_decode(
     config: str = "small",  # model configuration name
     n_sentences: int = 40,  # source sentences, decoded as one batch
@@ -331,26 +356,10 @@ def bench_decode(
             contenders[name]()
             sync()
             tps[name].append(n_sentences * T / (time.perf_counter() - t0))
-    med = {name: statistics.median(v) for name, v in tps.items()}
-    print(f"config {config} (d_model={cfg.d_model}, {cfg.n_enc_layers}+{cfg.n_dec_layers} layers, "
-          f"vocab {cfg.tgt_vocab_size}), "
-          f"{n_sentences} sentences of {src_len[0]}-{src_len[1]} tokens, {T} new tokens each, "
-          f"{timing_host(device)}; median of {rounds} interleaved rounds")
-    anchors = [a for a in ("CTranslate2 float32", "Marian") if any(n.startswith(a) for n in names)]
-    print(f"{'contender':28} {'tok/s':>8} {'min':>8} {'max':>8}   " + "".join(f"{'vs ' + a:>22}" for a in anchors))
-    for name in names:
-        search = name.split()[-1]                                         # 'greedy' or 'beam-4'
-        ratios = []
-        for a in anchors:
-            ref = f"{a} {search}"
-            ratios.append("" if ref == name
-                          else f"{statistics.median(x / y for x, y in zip(tps[name], tps[ref])):.2f}x")
-        print(f"{name:28} {med[name]:8.0f} {min(tps[name]):8.0f} {max(tps[name]):8.0f}   "
-              + "".join(f"{r:>22}" for r in ratios))
-    for name, out in greedy.items():                                      # the same weights: the same greedy tokens?
-        if name != names[0]:
-            print(f"{name}: {(out == greedy[names[0]]).all(1).sum()} of {n_sentences} greedy outputs identical "
-                  f"to {names[0]}")
+    _print_decode_table(tps, greedy,
+                        f"config {config} (d_model={cfg.d_model}, {cfg.n_enc_layers}+{cfg.n_dec_layers} layers, "
+                        f"vocab {cfg.tgt_vocab_size}), {n_sentences} sentences of {src_len[0]}-{src_len[1]} tokens, "
+                        f"{T} new tokens each, {timing_host(device)}; median of {rounds} interleaved rounds")
     return tps
 
 # %% ../nbs/19_speed.ipynb #d431f83e
