@@ -12,10 +12,10 @@ from typing import Iterator, Sequence
 import numpy as np
 import torch
 from torch import Tensor
-from .tokenizer import PAD_ID, BOS_ID, EOS_ID  # the fixed ids of the vocabulary chapter
+from .tokenizer import PAD_ID, UNK_ID, BOS_ID, EOS_ID  # the fixed ids of the vocabulary chapter
 
 # %% auto #0
-__all__ = ['Batch', 'make_batch', 'TokenBatchSampler', 'Batches']
+__all__ = ['Batch', 'make_batch', 'TokenBatchSampler', 'Batches', 'drop_words']
 
 # %% ../nbs/07_batching.ipynb #5a934117
 @dataclass
@@ -146,3 +146,17 @@ class Batches:
             yield make_batch([self.pairs[i] for i in idx], *self.ids, vocab_size=self.vocab_size)
 
     def __len__(self) -> int: return len(self.sampler)
+
+# %% ../nbs/07_batching.ipynb #b7wd0002
+def drop_words(
+    batch: Batch,  # a training batch
+    p: float,  # the probability that a source or decoder-input token is replaced
+    unk_id: int = UNK_ID,  # what replaces it
+    keep: tuple[int, ...] = (BOS_ID, EOS_ID),  # ids never replaced (PAD neither)
+) -> Batch:
+    "The batch with each source and decoder-input token replaced by `unk_id` with probability `p` (word dropout)."
+    def drop(ids: Tensor) -> Tensor:
+        may = (ids != batch.pad_id) & ~torch.isin(ids, torch.tensor(keep, device=ids.device))
+        return ids.masked_fill(may & (torch.rand(ids.shape, device=ids.device) < p), unk_id)
+    return Batch(drop(batch.src), drop(batch.tgt_in), batch.tgt_out, batch.n_src_tokens, batch.n_tgt_tokens,
+                 batch.pad_id) if p else batch

@@ -241,7 +241,7 @@ def wmt14_file(
     raise FileNotFoundError(
         f"WMT14 file {split}.{lang} not found: looked for {root / 'wmt14' / f'{split}.{lang}'}[.gz] in "
         f"{_where(root, origin)}. Prepare the data with the recipe in the data chapter "
-        f"(https://annotated-tx.github.io/annotated_tx/data.html) and pass data_dir or set {DATA_ENV}.")
+        f"(nbs/05_data.ipynb, 'WMT14') and pass data_dir or set {DATA_ENV}.")
 
 def load_wmt14(
     split: str = "train",  # 'train', 'newstest2013' (dev) or 'newstest2014' (test)

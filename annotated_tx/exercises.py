@@ -50,7 +50,7 @@ class Exercise:
     needs: tuple[str, ...] = ()  # exercises that must pass first (the end-to-end run)
 
 EXERCISES: dict[str, Exercise] = {}
-SITE = "https://annotated-tx.github.io/annotated_tx/"   # the book online: `section` is relative to it
+SITE = "_site/"   # the book as a site, built in a clone by `python3 tasks.py site`: `section` is relative to it
 
 def exercise(
     name: str, title: str, functions: tuple[str, ...], section: str, quote: str, hint: str, stub: str,

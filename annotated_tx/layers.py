@@ -14,7 +14,7 @@ from .attention import MultiHeadAttention, alibi_bias
 # %% auto #0
 __all__ = ['ACTIVATIONS', 'POSITIONAL', 'PositionwiseFeedForward', 'Embeddings', 'check_token_ids', 'sinusoidal_encoding',
            'PositionalEncoding', 'LearnedPositionalEmbedding', 'NoPositionalEncoding', 'RotaryEmbedding',
-           'alibi_slopes', 'RotaryAttention', 'ALiBiAttention', 'PositionScheme']
+           'alibi_slopes', 'RotaryAttention', 'ALiBiAttention', 'PositionScheme', 'LayerDrop']
 
 # %% ../nbs/02_layers.ipynb #3e880d65
 # the paper's ReLU, and x·σ(x), which many Marian models use
@@ -210,3 +210,17 @@ POSITIONAL: dict[str, PositionScheme] = {
                             lambda d, h, p, d_k, d_v, n: ALiBiAttention(d, h, p, d_k, d_v)),
 }
 
+
+# %% ../nbs/02_layers.ipynb #b2ld0002
+class LayerDrop(nn.ModuleList):
+    "Layers that, while training, are each skipped with probability `p` (LayerDrop); in eval every layer runs."
+    def __init__(self, layers, p: float = 0.0):
+        super().__init__(layers)
+        if not 0 <= p < 1: raise ValueError(f"LayerDrop's p must be in [0, 1), got {p!r}")
+        self.p = p
+
+    def __iter__(self):
+        layers = list(super().__iter__())
+        if not (self.training and self.p): return iter(layers)
+        kept = (torch.rand(len(layers)) >= self.p).tolist()
+        return iter([layer for layer, keep in zip(layers, kept) if keep])

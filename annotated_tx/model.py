@@ -13,7 +13,7 @@ import torch
 from torch import nn, Tensor
 import torch.nn.functional as F
 from .attention import MultiHeadAttention, KVCache, padding_mask
-from .layers import ACTIVATIONS, POSITIONAL, PositionwiseFeedForward, Embeddings
+from .layers import ACTIVATIONS, POSITIONAL, LayerDrop, PositionwiseFeedForward, Embeddings
 
 # %% auto #0
 __all__ = ['EMB_INITS', 'CONFIGS', 'Config', 'TransformerConfig', 'get_config', 'position_module', 'self_attention', 'Residual',
@@ -67,6 +67,8 @@ class TransformerConfig(Config):
     dropout: float = 0.1  # P_drop: residual dropout and dropout on embeddings + positions
     attn_dropout: float = 0.0  # dropout on attention weights (not in the paper)
     ffn_dropout: float = 0.0  # dropout after the FFN's ReLU (not in the paper)
+    enc_layerdrop: float = 0.0  # probability of skipping each encoder layer in training (LayerDrop; not the paper's)
+    dec_layerdrop: float = 0.0  # the same for the decoder's layers
     activation: str = "relu"  # FFN: 'relu' (eq. 2) or 'swish' (x·σ(x), used by many Marian models; not in the paper)
     norm_first: bool = False  # pre-norm instead of the paper's post-norm
     positional: str = "sinusoidal"  # 'sinusoidal' (§3.5), 'learned' (Table 3 row E); beyond the paper: 'rope', 'alibi'
@@ -98,6 +100,8 @@ class TransformerConfig(Config):
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
         if self.emb_init not in EMB_INITS:
             raise ValueError(f"emb_init must be one of {tuple(EMB_INITS)}, got {self.emb_init!r}")
+        for name in ("dropout", "attn_dropout", "ffn_dropout", "enc_layerdrop", "dec_layerdrop"):
+            if not 0 <= (p := getattr(self, name)) < 1: raise ValueError(f"{name} must be in [0, 1), got {p!r}")
         if self.positional not in POSITIONAL:
             raise ValueError(f"positional must be one of {tuple(POSITIONAL)}, got {self.positional!r}")
         if problem := POSITIONAL[self.positional].problem(self.head_dim):
@@ -159,7 +163,7 @@ class Encoder(nn.Module):
     "N encoder layers (and a final LayerNorm when pre-norm)."
     def __init__(self, c: TransformerConfig):
         super().__init__()
-        self.layers = nn.ModuleList(EncoderLayer(c) for _ in range(c.n_enc_layers))
+        self.layers = LayerDrop((EncoderLayer(c) for _ in range(c.n_enc_layers)), c.enc_layerdrop)
         self.norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
 
     def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
@@ -206,7 +210,7 @@ class Decoder(nn.Module):
     "N decoder layers (and a final LayerNorm when pre-norm)."
     def __init__(self, c: TransformerConfig):
         super().__init__()
-        self.layers = nn.ModuleList(DecoderLayer(c) for _ in range(c.n_dec_layers))
+        self.layers = LayerDrop((DecoderLayer(c) for _ in range(c.n_dec_layers)), c.dec_layerdrop)
         self.norm = nn.LayerNorm(c.d_model) if c.norm_first else nn.Identity()
 
     def forward(self, x: Tensor, memory: Tensor | None, src_mask: Tensor | None,

@@ -327,8 +327,8 @@ def fit_recipe(
     "Encode, batch, initialise and train (or find the run finished): the model and the history (None off rank 0)."
     rank, world, _ = dist_env()
     config = recipe.model_config(tokenizer.vocab_size)
-    train_ids, _ = filter_pairs(encode_pairs(tokenizer, train_pairs), config.max_len - 2, "train")   # room for BOS/EOS
-    val_ids, _ = filter_pairs(encode_pairs(tokenizer, val_pairs), config.max_len - 2, recipe.val_split)
+    train_ids, _ = filter_pairs(encode_pairs(tokenizer, train_pairs), config.max_len - 1, "train")   # 1 special a row
+    val_ids, _ = filter_pairs(encode_pairs(tokenizer, val_pairs), config.max_len - 1, recipe.val_split)
     cfg = TrainConfig.from_dict({**recipe.train, "progress": progress and recipe.train.get("progress", True)})
     max_tokens, accum = micro_batch(recipe, world)
     cfg = replace(cfg, accum_steps=accum)

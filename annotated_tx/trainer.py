@@ -19,7 +19,7 @@ from torch.fx.experimental import _config as fx_config
 from tqdm import tqdm
 from .runtime import Precision, dist_env, resolve_device, autocast_for, choose_precision, host_info, retain_freed_memory
 from .model import Config, evaluating
-from .batching import Batch
+from .batching import Batch, drop_words
 from .checkpoints import (unwrap, read_json, save_weights, save_checkpoint, load_checkpoint, list_checkpoints,
                                      gather_rng, host_rng, restore_rng, seed_everything, RunLock)
 from .optimization import batch_loss, make_optimizer, rate, cooldown_scale, set_lr
@@ -42,6 +42,7 @@ class TrainConfig(Config):
     betas: tuple[float, float] = (0.9, 0.98)  # Adam β1, β2
     adam_eps: float = 1e-9  # Adam ε
     label_smoothing: float = 0.1  # ε_ls
+    word_dropout: float = 0.0  # share of source and decoder-input words set to <unk> (`drop_words`; not the paper)
     accum_steps: int = 1  # micro-batches per process per update (gradient accumulation)
     clip_norm: float = 0.0  # clip the global gradient norm to this (0: no clipping, as in the paper)
     checkpoint_every_updates: int = 0  # write a checkpoint every N updates (0: off)
@@ -70,6 +71,7 @@ class TrainConfig(Config):
         need(len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas), "betas", "must be two numbers in [0, 1)")
         need(self.adam_eps >= 0, "adam_eps", "must be >= 0")
         need(0 <= self.label_smoothing < 1, "label_smoothing", "must be in [0, 1)")
+        need(0 <= self.word_dropout < 1, "word_dropout", "must be in [0, 1)")
         need(self.accum_steps >= 1, "accum_steps", "must be at least 1")
         need(self.log_every >= 1, "log_every", "must be at least 1")
         need(self.amp in ("auto", "bf16", "fp16", "none"), "amp", "must be 'auto', 'bf16', 'fp16' or 'none'")
@@ -150,7 +152,7 @@ def update_step(
     mine, n_tokens = group[rank::world], sum(b.n_tgt_tokens for b in group)
     sums = torch.zeros(2, device=device)
     for i, b in enumerate(mine):
-        b = b.to(device, non_blocking=True)
+        b = drop_words(b.to(device, non_blocking=True), cfg.word_dropout)     # the batch itself at word_dropout 0
         sync = world == 1 or i == len(mine) - 1
         with (nullcontext() if sync else ddp.no_sync()):
             with autocast_for(device, cfg.amp): loss_sum, nll_sum = loss(model, b)
@@ -385,7 +387,9 @@ def _train_until_stop(
 ) -> str:
     "Update epoch after epoch, validating and checkpointing as set, until a limit is reached; return its name."
     cfg, world = run.cfg, run.world
-    ddp = (nn.parallel.DistributedDataParallel(run.model,
+    c = getattr(run.model, "config", None)                          # LayerDrop leaves some layers out of a step
+    skips = bool(getattr(c, "enc_layerdrop", 0) or getattr(c, "dec_layerdrop", 0))
+    ddp = (nn.parallel.DistributedDataParallel(run.model, find_unused_parameters=skips,
                                                device_ids=[run.device.index] if run.device.type == "cuda" else None)
            if world > 1 else run.model)
     fwd = torch.compile(ddp, dynamic=True) if cfg.compile else ddp

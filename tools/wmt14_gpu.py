@@ -88,7 +88,7 @@ def _stream(run: Path):
     tok = Tokenizer.load(run / "tokenizer.model")
     c = recipe.model_config(tok.vocab_size)
     train_pairs, _, _ = recipe_pairs(recipe, download=False)
-    ids, _ = filter_pairs(encode_pairs(tok, train_pairs), c.max_len - 2, "train")
+    ids, _ = filter_pairs(encode_pairs(tok, train_pairs), c.max_len - 1, "train")
     cfg = TrainConfig.from_dict(recipe.train)
     max_tokens, accum = micro_batch(recipe, 1)
     return recipe, c, cfg, Batches.from_pairs(ids, max_tokens, shuffle=True, seed=cfg.seed), accum
