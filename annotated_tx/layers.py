@@ -220,7 +220,6 @@ class LayerDrop(nn.ModuleList):
         self.p = p
 
     def __iter__(self):
-        layers = list(super().__iter__())
-        if not (self.training and self.p): return iter(layers)
-        kept = (torch.rand(len(layers)) >= self.p).tolist()
-        return iter([layer for layer, keep in zip(layers, kept) if keep])
+        if not (self.training and self.p): return super().__iter__()
+        kept = (torch.rand(len(self)) >= self.p).tolist()
+        return (layer for layer, keep in zip(super().__iter__(), kept) if keep)

@@ -20,6 +20,7 @@ from tqdm import tqdm
 from .runtime import Precision, dist_env, resolve_device, autocast_for, choose_precision, host_info, retain_freed_memory
 from .model import Config, evaluating
 from .batching import Batch, drop_words
+from .layers import LayerDrop
 from .checkpoints import (unwrap, read_json, save_weights, save_checkpoint, load_checkpoint, list_checkpoints,
                                      gather_rng, host_rng, restore_rng, seed_everything, RunLock)
 from .optimization import batch_loss, make_optimizer, rate, cooldown_scale, set_lr
@@ -387,8 +388,7 @@ def _train_until_stop(
 ) -> str:
     "Update epoch after epoch, validating and checkpointing as set, until a limit is reached; return its name."
     cfg, world = run.cfg, run.world
-    c = getattr(run.model, "config", None)                          # LayerDrop leaves some layers out of a step
-    skips = bool(getattr(c, "enc_layerdrop", 0) or getattr(c, "dec_layerdrop", 0))
+    skips = any(isinstance(m, LayerDrop) and m.p for m in run.model.modules())   # some layers sit out a step
     ddp = (nn.parallel.DistributedDataParallel(run.model, find_unused_parameters=skips,
                                                device_ids=[run.device.index] if run.device.type == "cuda" else None)
            if world > 1 else run.model)
