@@ -4,15 +4,16 @@
 
 # %% ../nbs/00_runtime.ipynb #15bc7959
 from __future__ import annotations
-import contextlib, ctypes, os, sys
+import contextlib, ctypes, os, subprocess, sys
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 import torch
 
 # %% auto #0
-__all__ = ['ONEDNN_CACHE', 'MAPPED_BLOCK', 'say', 'torch_threads', 'dist_env', 'resolve_device', 'Precision', 'choose_precision',
-           'native_bf16', 'autocast_for', 'cpu_name', 'host_info', 'describe_host', 'retain_freed_memory']
+__all__ = ['BF16_MIN_SPEEDUP', 'ONEDNN_CACHE', 'MAPPED_BLOCK', 'say', 'torch_threads', 'dist_env', 'resolve_device', 'Precision',
+           'bf16_speedup', 'choose_precision', 'native_bf16', 'autocast_for', 'cpu_name', 'host_info', 'describe_host',
+           'retain_freed_memory']
 
 # %% ../nbs/00_runtime.ipynb #2a824e6d
 def say(
@@ -72,11 +73,51 @@ class Precision:
         return {torch.bfloat16: "bf16 autocast",
                 torch.float16: "float16 autocast with a gradient scaler"}.get(self.dtype, "float32")
 
+# on a CPU, `amp='auto'` picks bf16 autocast only where it makes a training product at least this much faster
+BF16_MIN_SPEEDUP = 1.2
+_SPEEDUPS: dict[int, float] = {}   # threads -> `bf16_speedup`'s measurement, once per process
+
+# timed in a child process: this one must not compute in bf16 before `retain_freed_memory` bounds oneDNN's caches
+_BF16_PROBE = """
+import sys, time, torch
+torch.set_num_threads(int(sys.argv[1]))
+rows, d, d_ff = map(int, sys.argv[2:])
+g = torch.Generator().manual_seed(0)
+x, w = torch.randn(rows, d, generator=g, requires_grad=True), torch.randn(d_ff, d, generator=g, requires_grad=True)
+best = {False: float("inf"), True: float("inf")}
+for r in range(7):                                       # the first two rounds warm up
+    for bf16 in (False, True):
+        start = time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16): y = x @ w.T
+        y.sum().backward()
+        if r >= 2: best[bf16] = min(best[bf16], time.perf_counter() - start)
+print(best[False] / best[True])
+"""
+
+def bf16_speedup(
+    rows: int = 2048,  # the product's rows (tokens of a batch)
+    d: int = 256,  # its inner size (d_model of the small model)
+    d_ff: int = 1024,  # its outer size (d_ff)
+    known: float | None = None,  # keep this figure instead of timing (processes taking rank 0's)
+) -> float:
+    # once per thread count, in a second or two; 0.0 where it could not be timed
+    "How many times faster a product and its backward run in CPU bf16 autocast than in float32, here, best of 5 rounds."
+    n = torch.get_num_threads()
+    if known is not None: _SPEEDUPS[n] = known
+    if n in _SPEEDUPS: return _SPEEDUPS[n]
+    try:
+        out = subprocess.run([sys.executable, "-c", _BF16_PROBE, str(n), str(rows), str(d), str(d_ff)],
+                             capture_output=True, text=True, timeout=300, check=True)
+        _SPEEDUPS[n] = float(out.stdout.split()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        _SPEEDUPS[n] = 0.0
+    return _SPEEDUPS[n]
+
 def choose_precision(
     device: torch.device,  # the device that computes
     amp: str = "auto",  # `TrainConfig.amp`: 'auto', 'bf16', 'fp16' or 'none'
 ) -> Precision:
-    "The one decision of what `amp` computes in on `device`: by name, or for 'auto' from the device's capabilities."
+    "The one decision of what `amp` computes in on `device`: by name, or for 'auto' from what the device does fastest."
     if amp != "auto":
         return Precision({"bf16": torch.bfloat16, "fp16": torch.float16, "none": torch.float32}[amp], f"amp={amp!r}")
     if device.type == "cuda":
@@ -86,12 +127,20 @@ def choose_precision(
         return Precision(torch.float16, f"CUDA compute capability {cc} computes float16 but not bf16")
     if device.type != "cpu": return Precision(torch.float32, f"no mixed precision on {device.type}")
     found = _cpu_bf16_instructions()
-    if found: return Precision(torch.bfloat16, f"the CPU computes bf16 ({' and '.join(found)})")
-    return Precision(torch.float32, "the CPU has no bf16 instructions (emulated bf16 is slower than float32)")
+    if not found:
+        return Precision(torch.float32, "the CPU has no bf16 instructions (emulated bf16 is slower than float32)")
+    s, has = bf16_speedup(), f"the CPU computes bf16 ({' and '.join(found)})"
+    if s >= BF16_MIN_SPEEDUP:
+        return Precision(torch.bfloat16, f"{has}, and a training product ran {s:.2f}x as fast in it as in float32")
+    if s == 0: return Precision(torch.float32, f"{has}, but bf16 could not be timed here")
+    return Precision(torch.float32, f"{has}, but a training product ran {s:.2f}x as fast in it as in float32 "
+                                    f"(bf16 autocast is picked from {BF16_MIN_SPEEDUP}x)")
 
 def native_bf16(device: torch.device) -> bool:
-    "Whether `device` computes in bf16 natively: CUDA compute capability 8.0 or more, or a CPU with AVX512-BF16 or AMX."
-    return choose_precision(device).dtype == torch.bfloat16
+    # whether that pays is `choose_precision`'s question
+    "Whether `device` has bf16 arithmetic: CUDA compute capability 8.0 or more, or a CPU with AVX512-BF16 or AMX."
+    if device.type == "cuda": return torch.cuda.get_device_capability(device) >= (8, 0)
+    return device.type == "cpu" and bool(_cpu_bf16_instructions())
 
 def autocast_for(device: torch.device, amp: str = "auto"):
     "Autocast to the dtype `choose_precision` picks; a no-op context for float32."

@@ -17,7 +17,8 @@ import torch.distributed as dist
 from torch import nn, Tensor
 from torch.fx.experimental import _config as fx_config
 from tqdm import tqdm
-from .runtime import Precision, dist_env, resolve_device, autocast_for, choose_precision, host_info, retain_freed_memory
+from .runtime import (Precision, dist_env, resolve_device, autocast_for, bf16_speedup, choose_precision,
+                                  host_info, native_bf16, retain_freed_memory)
 from .model import Config, evaluating
 from .batching import Batch, drop_words
 from .layers import LayerDrop
@@ -362,6 +363,10 @@ def _open_run(
         if device.type == "cuda": torch.cuda.set_device(device)
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
         opened.callback(dist.destroy_process_group)
+    if world > 1 and device.type == "cpu" and cfg.amp == "auto" and native_bf16(device):
+        s = torch.tensor([bf16_speedup()], dtype=torch.float64)      # each process timed bf16: rank 0's timing decides
+        dist.broadcast(s, 0)
+        bf16_speedup(known=float(s))
     precision = choose_precision(device, cfg.amp)
     if device.type == "cpu": retain_freed_memory(precision)   # see 'Memory that the kernel need not clear again'
     model = model.to(device).train()
