@@ -81,7 +81,7 @@ _SPEEDUPS: dict[int, float] = {}   # threads -> `bf16_speedup`'s measurement, on
 _BF16_PROBE = """
 import sys, time, torch
 torch.set_num_threads(int(sys.argv[1]))
-rows, d, d_ff = map(int, sys.argv[2:])
+rows, d, d_ff = 2048, 256, 1024                          # a batch's tokens through the small model's feed-forward layer
 g = torch.Generator().manual_seed(0)
 x, w = torch.randn(rows, d, generator=g, requires_grad=True), torch.randn(d_ff, d, generator=g, requires_grad=True)
 best = {False: float("inf"), True: float("inf")}
@@ -95,18 +95,15 @@ print(best[False] / best[True])
 """
 
 def bf16_speedup(
-    rows: int = 2048,  # the product's rows (tokens of a batch)
-    d: int = 256,  # its inner size (d_model of the small model)
-    d_ff: int = 1024,  # its outer size (d_ff)
     known: float | None = None,  # keep this figure instead of timing (processes taking rank 0's)
 ) -> float:
-    # once per thread count, in a second or two; 0.0 where it could not be timed
+    # once per thread count, in a few seconds; 0.0 where it could not be timed
     "How many times faster a product and its backward run in CPU bf16 autocast than in float32, here, best of 5 rounds."
     n = torch.get_num_threads()
     if known is not None: _SPEEDUPS[n] = known
     if n in _SPEEDUPS: return _SPEEDUPS[n]
     try:
-        out = subprocess.run([sys.executable, "-c", _BF16_PROBE, str(n), str(rows), str(d), str(d_ff)],
+        out = subprocess.run([sys.executable, "-c", _BF16_PROBE, str(n)],
                              capture_output=True, text=True, timeout=300, check=True)
         _SPEEDUPS[n] = float(out.stdout.split()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
