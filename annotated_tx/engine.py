@@ -6,7 +6,7 @@ Docs: https://annotated-tx.github.io/annotated_tx/engine.html.md"""
 
 # %% ../nbs/19_engine.ipynb #e0000003
 from __future__ import annotations
-import contextlib, hashlib, math, os, stat, warnings, weakref
+import contextlib, hashlib, math, os, stat, subprocess, warnings, weakref
 from pathlib import Path
 from typing import Callable
 import torch
@@ -23,13 +23,13 @@ from .runtime import say
 
 
 # %% auto #0
-__all__ = ['PLAIN_ATTENTION', 'STEP_CACHE_MB', 'STEP_CACHE_ENV', 'packs', 'parameters_stamp', 'PackedWeights', 'linear',
-           'project', 'stacked_qkv', 'computes_as', 'self_attention_step', 'cross_attention_step', 'feed_forward',
-           'engine_runs', 'encode', 'self_attention', 'decode_step', 'log_probs', 'BufferedKVCache',
+__all__ = ['PLAIN_ATTENTION', 'MKL_SOURCE', 'STEP_CACHE_MB', 'STEP_CACHE_ENV', 'packs', 'parameters_stamp', 'PackedWeights',
+           'linear', 'project', 'stacked_qkv', 'computes_as', 'self_attention_step', 'cross_attention_step',
+           'feed_forward', 'engine_runs', 'encode', 'self_attention', 'decode_step', 'log_probs', 'BufferedKVCache',
            'SharedSourceCache', 'block_top_k', 'source_mask', 'cross_kv', 'EngineDecoder', 'Int8Weights', 'Int8Decoder',
-           'DecodingStep', 'remember_file', 'step_key', 'compile_step', 'steps_dir', 'step_cache_bytes', 'prune_steps',
-           'cache_report', 'load_or_compile_step', 'compiled_step', 'has_compiled_steps', 'CompiledDecoder',
-           'KeptStepsDecoder', 'IndirectKVCache']
+           'mkl_ops', 'MKLPackedWeights', 'InOrder', 'DecodingStep', 'step_weights', 'remember_file', 'step_key',
+           'compile_step', 'steps_dir', 'step_cache_bytes', 'prune_steps', 'cache_report', 'load_or_compile_step',
+           'compiled_step', 'has_compiled_steps', 'CompiledDecoder', 'KeptStepsDecoder', 'IndirectKVCache']
 
 # %% ../nbs/19_engine.ipynb #e0000006
 def packs(x: Tensor, weight: Tensor) -> bool:
@@ -439,13 +439,151 @@ class Int8Decoder(EngineDecoder):
     "The book's decoder with every product by a weight matrix in int8 (`Int8Weights`): on a CPU, in float32 models."
     store = Int8Weights
 
+# %% ../nbs/19_engine.ipynb #m0000002
+# `atx::mkl_pack` packs an `nn.Linear` weight `[n, k]` for a product of one row, as CTranslate2 does (the format serves
+# any number of rows); `atx::mkl_packed_linear` computes x·Wᵀ + b with it, into a new tensor
+MKL_SOURCE = r"""
+#include <torch/library.h>
+#include <ATen/ATen.h>
+extern "C" {
+size_t cblas_sgemm_pack_get_size(int identifier, int m, int n, int k);
+void cblas_sgemm_pack(int layout, int identifier, int trans, int m, int n, int k, float alpha, const float* src, int ld,
+                      float* dest);
+void cblas_sgemm_compute(int layout, int transa, int transb, int m, int n, int k, const float* a, int lda,
+                         const float* b, int ldb, float beta, float* c, int ldc);
+}
+constexpr int RowMajor = 101, NoTrans = 111, Trans = 112, Packed = 151, BMatrix = 162;
+
+at::Tensor mkl_pack(const at::Tensor& w) {
+  TORCH_CHECK(w.dim() == 2 && w.scalar_type() == at::kFloat && w.device().is_cpu(),
+              "mkl_pack: a 2-d float32 CPU weight");
+  auto wc = w.contiguous();
+  int n = wc.size(0), k = wc.size(1);
+  auto bytes = cblas_sgemm_pack_get_size(BMatrix, 1, n, k);
+  auto out = at::empty({(int64_t)((bytes + 3) / 4)}, wc.options());
+  cblas_sgemm_pack(RowMajor, BMatrix, Trans, 1, n, k, 1.0f, wc.data_ptr<float>(), k, out.data_ptr<float>());
+  return out;
+}
+
+at::Tensor mkl_packed_linear(const at::Tensor& x, const at::Tensor& packed, int64_t n,
+                             const c10::optional<at::Tensor>& bias) {
+  TORCH_CHECK(x.scalar_type() == at::kFloat && x.device().is_cpu(), "mkl_packed_linear: a float32 CPU input");
+  auto xc = x.contiguous();
+  int64_t k = xc.size(-1), m = xc.numel() / k;
+  auto sizes = xc.sizes().vec();
+  sizes.back() = n;
+  auto out = bias.has_value() ? bias->reshape({1, n}).repeat({m, 1}) : at::empty({m, n}, xc.options());
+  cblas_sgemm_compute(RowMajor, NoTrans, Packed, m, n, k, xc.data_ptr<float>(), k, packed.data_ptr<float>(), n,
+                      bias.has_value() ? 1.0f : 0.0f, out.data_ptr<float>(), n);
+  return out.view(sizes);
+}
+
+TORCH_LIBRARY(atx, m) {
+  m.def("mkl_pack(Tensor w) -> Tensor");
+  m.def("mkl_packed_linear(Tensor x, Tensor packed, int n, Tensor? bias) -> Tensor");
+}
+TORCH_LIBRARY_IMPL(atx, CPU, m) {
+  m.impl("mkl_pack", mkl_pack);
+  m.impl("mkl_packed_linear", mkl_packed_linear);
+}
+"""
+
+_MKL = {}   # "loaded": whether the operators are loaded in this process (True or False once decided)
+
+
+def _packed_linear_shape(x: Tensor, packed: Tensor, n: int, bias: Tensor | None) -> Tensor:
+    return x.new_empty((*x.shape[:-1], n))
+
+
+def _build_mkl_ops(lib: Path) -> None:
+    "Compile `MKL_SOURCE` against this torch into the shared library `lib`, whole or not at all."
+    from torch.utils import cpp_extension                             # only when building
+    src, part = lib.with_suffix(f".{os.getpid()}.cpp"), lib.with_suffix(f".{os.getpid()}.so")
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    cxx = os.environ.get("CXX", "c++")
+    try:
+        src.write_text(MKL_SOURCE)
+        done = subprocess.run([cxx, "-O2", "-shared", "-fPIC", "-std=c++17", "-w",
+                               f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
+                               *(f"-I{p}" for p in cpp_extension.include_paths()), str(src), "-o", str(part),
+                               *(f"-L{p}" for p in cpp_extension.library_paths()), "-lc10", "-ltorch_cpu"],
+                              capture_output=True, text=True)
+        if done.returncode != 0:                                      # the compiler's first complaint, not its command
+            said = [line for line in done.stderr.splitlines() if "error" in line] or done.stderr.splitlines() or [""]
+            raise RuntimeError(f"{cxx} exited with status {done.returncode}: {said[0].strip()}")
+        os.replace(part, lib)
+    finally:
+        for p in (src, part):
+            with contextlib.suppress(OSError):
+                p.unlink(missing_ok=True)
+
+
+def mkl_ops(build: bool = True) -> bool:
+    # the library is named by a hash of its source and torch's version; why it could not be: `_MKL["why"]`
+    "Whether `torch.ops.atx.mkl_pack` and `mkl_packed_linear` are loaded: built into the cache directory if `build`."
+    if "loaded" in _MKL:
+        return _MKL["loaded"]
+    if not torch.backends.mkl.is_available():                         # e.g. an ARM CPU: oneDNN's packing, silently
+        _MKL["loaded"] = False
+        return False
+    try:
+        key = hashlib.sha256(f"{MKL_SOURCE}{torch.__version__}".encode()).hexdigest()[:16]
+        lib = cache_dir() / "ops" / f"atx_mkl-{key}.so"
+        if not lib.is_file():
+            if not build:
+                return False                                          # not decided: a later call may build it
+            _build_mkl_ops(lib)
+        torch.ops.load_library(str(lib))
+        torch.library.register_fake("atx::mkl_packed_linear")(_packed_linear_shape)
+        _MKL["loaded"] = True
+    except Exception as e:                                            # no compiler, no MKL symbols, no cache, ...
+        if not build:
+            return False
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        _MKL["loaded"], _MKL["why"] = False, f"{type(e).__name__}: {first}"
+    return _MKL["loaded"]
+
+
+class MKLPackedWeights(PackedWeights):
+    "A model's weights packed by MKL for a product of one row and used at any number of rows, as CTranslate2 does."
+    def pack(self, weight: Tensor, bias: Tensor | None) -> object:
+        "W packed by `cblas_sgemm_pack`, with W's shape `(out, in)`."
+        return torch.ops.atx.mkl_pack(weight.detach()), tuple(weight.shape)
+
+    def multiply(self, x: Tensor, packed: object, bias: Tensor | None) -> Tensor:
+        "x·Wᵀ + b by `cblas_sgemm_compute`."
+        return torch.ops.atx.mkl_packed_linear(x, packed[0], packed[1][0], bias)
+
 # %% ../nbs/19_engine.ipynb #e0000030
+class InOrder(MKLPackedWeights):
+    # torch.export gives a module a new identity at each access, so a traced step cannot find a weight by its module
+    "MKL-packed weights handed out in the order a step multiplies by them, whatever the key asked for."
+    def __init__(self, packed: list[Tensor], shapes: list[tuple[int, int]]):
+        super().__init__()
+        self.queue = list(zip(packed, shapes))[::-1]
+
+    def get(self, key: object, default: object = None) -> object:
+        "The next packed weight and its shape."
+        return self.queue.pop()
+
+    def multiply(self, x: Tensor, packed: object, bias: Tensor | None) -> Tensor:
+        "x·Wᵀ + b, having checked that W has the shape of the product asked for."
+        p, (n, k) = packed
+        if x.size(-1) != k or (bias is not None and bias.size(0) != n):
+            raise RuntimeError(f"the step's products came in another order than recorded: a [{n}, {k}] weight "
+                               f"for a [..., {x.size(-1)}] input")
+        return super().multiply(x, packed, bias)
+
+
 class DecodingStep(nn.Module):
     # what is compiled
     "One cached decoding step on plain tensors, as `EngineDecoder.step` computes it from the second position on."
-    def __init__(self, model: Transformer):
+    def __init__(self,
+                 model: Transformer,  # the model
+                 shapes: list[tuple[int, int]] | None = None,  # MKL-packed weights given as inputs: their shapes
+                 ):
         super().__init__()
-        self.model = model
+        self.model, self.shapes = model, shapes
 
     def forward(self,
                 new: Tensor,  # `[N, 1]` the new position's tokens (N = k·B rows)
@@ -455,13 +593,36 @@ class DecodingStep(nn.Module):
                 v: list[Tensor],  # each layer's value buffer `[N, h, T, d_v]`, likewise
                 cross_k: list[Tensor],  # each layer's encoder keys `[B, h, S, d_k]`
                 cross_v: list[Tensor],  # each layer's encoder values `[B, h, S, d_v]`
+                packed: list[Tensor],  # the weights packed by MKL in the order of use (`step_weights`), or none
                 rows: Tensor | None = None,  # beams: `IndirectKVCache.rows` `[N, T]` (the buffers may have more rows)
                 ) -> Tensor:
         "Log-probabilities `[N, V]` of the next token."
+        store = InOrder(packed, self.shapes) if packed else None
+        return self.compute(new, mask, position, k, v, cross_k, cross_v, rows, store)
+
+    def compute(self, new: Tensor, mask: Tensor, position: Tensor, k: list[Tensor], v: list[Tensor],
+                cross_k: list[Tensor], cross_v: list[Tensor], rows: Tensor | None,
+                store: PackedWeights | None) -> Tensor:
+        "`forward` with the products through `store`."
         kv = BufferedKVCache(len(k)) if rows is None else IndirectKVCache(len(k))
         kv.rows = rows
         kv.k, kv.v, kv.lengths = list(k), list(v), [position.size(0) - 2] * len(k)
-        return log_probs(self.model, decode_step(self.model, new, kv, list(zip(cross_k, cross_v)), mask)[:, -1])
+        h = decode_step(self.model, new, kv, list(zip(cross_k, cross_v)), mask, store)[:, -1]
+        return log_probs(self.model, h, store)
+
+
+def step_weights(model: Transformer) -> MKLPackedWeights:
+    # kept while the weights are unchanged
+    "`model`'s weights packed by MKL in the order `DecodingStep` multiplies by them, recorded on a step of one row."
+    store = MKLPackedWeights.of(model)
+    if not store:
+        att, L = model.decoder.layers[0].self_attn, len(model.decoder.layers)
+        buffers = lambda d: [torch.zeros(1, att.n_heads, 4, d) for _ in range(L)]
+        with torch.no_grad():
+            DecodingStep(model).compute(torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1, 1, 4, dtype=torch.bool),
+                                        torch.empty(4), buffers(att.d_k), buffers(att.d_v), buffers(att.d_k),
+                                        buffers(att.d_v), None, store)
+    return store
 
 
 _FILES = weakref.WeakKeyDictionary()   # model -> (its parameters' stamp when loaded, its file's fingerprint)
@@ -480,11 +641,11 @@ def remember_file(model: Transformer, path: str | Path) -> None:
     _FILES[model] = (parameters_stamp(model), h.hexdigest())
 
 
-def step_key(model: Transformer, k: int) -> str:
+def step_key(model: Transformer, k: int, mkl: bool = False) -> str:
     # the weights by their file where known
     "What a compiled step depends on, hashed: the weights, configuration, rows per sentence, threads, CPU, code."
     h = hashlib.sha256(repr((type(model).__name__, model.config, k, torch.get_num_threads(), torch.__version__,
-                             torch.backends.cpu.get_cpu_capability())).encode())
+                             torch.backends.cpu.get_cpu_capability(), mkl)).encode())
     for f in sorted(Path(annotated_tx.__file__).parent.glob("*.py")):
         h.update(f.read_bytes())
     stamp, fingerprint = _FILES.get(model, (None, None))
@@ -497,8 +658,8 @@ def step_key(model: Transformer, k: int) -> str:
     return h.hexdigest()[:32]
 
 
-def compile_step(model: Transformer, k: int, path: Path):
-    # beams: reading an `IndirectKVCache`
+def compile_step(model: Transformer, k: int, path: Path, mkl: bool = False):
+    # beams: reading an `IndirectKVCache`; `mkl`: the products by MKL-packed weights given as inputs (`step_weights`)
     "Export `model`'s `DecodingStep` for `k` rows per sentence, sizes dynamic; AOTInductor into `path`."
     # imported when a step is compiled, not by every translation
     from torch.export import Dim
@@ -514,10 +675,14 @@ def compile_step(model: Transformer, k: int, path: Path):
           buffers(B, att.n_heads, S, att.d_k), buffers(B, att.n_heads, S, att.d_v))
     dims = ({0: rows}, {0: b, 3: s}, {0: pos}, [{0: buffer_rows, 2: room}] * L, [{0: buffer_rows, 2: room}] * L,
             [{0: b, 2: s}] * L, [{0: b, 2: s}] * L)
+    weights = list(step_weights(model).values()) if mkl else []
+    ex, dims = ex + ([p for p, _ in weights],), dims + ([None] * len(weights),)
     if k > 1:
         ex, dims = ex + (torch.zeros(k * B, T, dtype=torch.long),), dims + ({0: rows, 1: room},)
-    with torch.no_grad(), torch._inductor.config.patch(freezing=True):   # weights frozen into oneDNN's packed constants
-        program = torch.export.export(DecodingStep(model).eval(), ex, dynamic_shapes=dims, strict=False,
+    # the other weights frozen into oneDNN's packed constants
+    step = DecodingStep(model, [shape for _, shape in weights]).eval()
+    with torch.no_grad(), torch._inductor.config.patch(freezing=True):
+        program = torch.export.export(step, ex, dynamic_shapes=dims, strict=False,
                                       prefer_deferred_runtime_asserts_over_guards=True)
         torch._inductor.aoti_compile_and_package(program, package_path=str(path))
 
@@ -593,7 +758,8 @@ def _kept(path: Path) -> bool:
         return False
 
 
-def load_or_compile_step(model: Transformer, k: int, path: Path, compile: bool) -> Callable | bool | None:
+def load_or_compile_step(model: Transformer, k: int, path: Path, compile: bool,
+                         mkl: bool = False) -> Callable | bool | None:
     # compiled first if asked and not there (saying so)
     "The compiled step in `path`; None: not there; False: failed, having said why."
     part = path.with_suffix(f".{os.getpid()}.pt2")
@@ -604,7 +770,7 @@ def load_or_compile_step(model: Transformer, k: int, path: Path, compile: bool) 
             say(f"compiling the decoding step for {'greedy decoding' if k == 1 else f'beam search ({k} beams)'} "
                 f"(once per model, search and thread count, kept for later runs; tens of seconds on a small CPU)")
             path.parent.mkdir(parents=True, exist_ok=True)
-            compile_step(model, k, part)
+            compile_step(model, k, part, mkl)
             # whole or not at all, for a process beside this one
             os.replace(part, path)
             prune_steps(path.parent, max(step_cache_bytes(), path.stat().st_size))   # the new step stays
@@ -614,7 +780,9 @@ def load_or_compile_step(model: Transformer, k: int, path: Path, compile: bool) 
                 os.utime(path)
         # AOTInductor's C++ loader, called with the inputs flattened in order: its Python wrapper imports the compiler
         loader = torch._C._aoti.AOTIModelPackageLoader(str(path), "model", False, 1, -1)
-        return lambda *inputs: loader.boxed_run([t for x in inputs for t in (x if isinstance(x, list) else [x])])[0]
+        packed = [p for p, _ in step_weights(model).values()] if mkl else []    # given after the encoder's values
+        flat = lambda xs: [t for x in xs for t in (x if isinstance(x, list) else [x])]
+        return lambda *inputs: loader.boxed_run(flat(inputs[:7]) + packed + flat(inputs[7:]))[0]
     # no C++ compiler, an unreadable cache, a model variant, ...
     except Exception as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
@@ -642,23 +810,29 @@ def compiled_step(
     kept = _COMPILED.get(model)
     if kept is None or kept[0] != stamp:
         kept = _COMPILED[model] = (stamp, {})
-    entry = kept[1].setdefault((k, torch.get_num_threads()), [None, None])   # [its file, its step (False: failed)]
+    # [its file, its step (False: failed), whether it multiplies by MKL-packed weights]
+    entry = kept[1].setdefault((k, torch.get_num_threads()), [None, None, False])
     if entry[0] is None:
         try:
-            entry[0] = steps_dir() / f"{step_key(model, k)}.pt2"
+            folder = steps_dir()
+            entry[2] = mkl_ops(build=compile)                         # MKL's packed product where it can be had
+            entry[0] = folder / f"{step_key(model, k, entry[2])}.pt2"
         except Exception as e:                                        # no home directory, an unreadable file, ...
             say("warning: decoding steps run uncompiled: no cache directory for compiled steps "
                 f"({type(e).__name__}: {e})")
             entry[0] = entry[1] = False
     if entry[1] is None and entry[0]:
-        entry[1] = load_or_compile_step(model, k, entry[0], compile)
+        entry[1] = load_or_compile_step(model, k, entry[0], compile, entry[2])
+        if entry[1] and "why" in _MKL:                                 # said once, where a step runs without it
+            say(f"warning: compiled steps multiply by oneDNN's packed weights: MKL's packed product could not be "
+                f"built or loaded ({_MKL.pop('why')})")
     return entry[1] or None
 
 
 def has_compiled_steps(model: Transformer) -> bool:
     "Whether a compiled step of `model` has been loaded in this process (for reports)."
     kept = _COMPILED.get(model)
-    return kept is not None and any(step for _, step in kept[1].values())
+    return kept is not None and any(step for _, step, _ in kept[1].values())
 
 
 # %% ../nbs/19_engine.ipynb #e0000033
