@@ -512,6 +512,10 @@ def _build_mkl_ops(lib: Path) -> None:
             said = [line for line in done.stderr.splitlines() if "error" in line] or done.stderr.splitlines() or [""]
             raise RuntimeError(f"{cxx} exited with status {done.returncode}: {said[0].strip()}")
         os.replace(part, lib)
+        for old in lib.parent.glob("atx_mkl-*.so"):                   # another source's or torch's, no longer loaded
+            if old != lib:
+                with contextlib.suppress(OSError):
+                    old.unlink()
     finally:
         for p in (src, part):
             with contextlib.suppress(OSError):

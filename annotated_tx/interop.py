@@ -610,6 +610,8 @@ def decode_peers(
     *,
     marian: bool = True,  # include HuggingFace MarianMTModel (needs transformers)
     ct2: bool = True,  # include CTranslate2, float32 and int8 (needs ctranslate2; CPU only)
+    # ask CTranslate2 for the hypotheses' scores, as ours computes them (its greedy search skips the softmax without)
+    scores: bool = True,  # CTranslate2 returns scores
 ) -> dict:
     # each a function that decodes `src`: name -> fn (`bench_decode`'s peers)
     "Marian's generate() and CTranslate2 (float32, int8, each in a process of its own) on `model`'s own weights."
@@ -647,7 +649,8 @@ def decode_peers(
                    for q in ("float32", "int8")}
         def ct2_translate(q, k):
             res = engines[q].translate_batch(rows, beam_size=k, min_decoding_length=T, max_decoding_length=T,
-                                             max_input_length=0, suppress_sequences=[["<pad>"], ["<s>"]])
+                                             max_input_length=0, suppress_sequences=[["<pad>"], ["<s>"]],
+                                             return_scores=scores)
             return torch.tensor([[ids[p] for p in r.hypotheses[0]] for r in res])
         for q in ("float32", "int8"):
             out[f"CTranslate2 {q} greedy"] = lambda q=q: ct2_translate(q, 1)
