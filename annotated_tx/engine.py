@@ -798,7 +798,7 @@ def load_or_compile_step(model: Transformer, k: int, path: Path, compile: bool,
             part.unlink(missing_ok=True)
 
 
-# model -> (its parameters' stamp, {(k, threads): [its file, its loaded step]})
+# model -> (its parameters' stamp, {(k, threads, mkl): [its file, its loaded step, whether it multiplies by MKL's]})
 _COMPILED = weakref.WeakKeyDictionary()
 
 
@@ -806,6 +806,7 @@ def compiled_step(
     model: Transformer,  # the model whose step to compile (its weights are frozen into the compiled code)
     k: int,  # rows per sentence: 1 for greedy decoding, the beam size for beam search (one compiled step each)
     compile: bool = True,  # compile the step if the cache directory does not have it yet (False: only load it)
+    mkl: bool = True,  # multiply by MKL's packed product where it can be had (False: by oneDNN's frozen packing)
 ) -> Callable | None:
     "`model`'s `DecodingStep` compiled ahead of time, loaded from the cache directory or compiled into it; else None."
     stamp = parameters_stamp(model)
@@ -815,11 +816,11 @@ def compiled_step(
     if kept is None or kept[0] != stamp:
         kept = _COMPILED[model] = (stamp, {})
     # [its file, its step (False: failed), whether it multiplies by MKL-packed weights]
-    entry = kept[1].setdefault((k, torch.get_num_threads()), [None, None, False])
+    entry = kept[1].setdefault((k, torch.get_num_threads(), mkl), [None, None, False])
     if entry[0] is None:
         try:
             folder = steps_dir()
-            entry[2] = mkl_ops(build=compile)                         # MKL's packed product where it can be had
+            entry[2] = mkl and mkl_ops(build=compile)                 # MKL's packed product where it can be had
             entry[0] = folder / f"{step_key(model, k, entry[2])}.pt2"
         except Exception as e:                                        # no home directory, an unreadable file, ...
             say("warning: decoding steps run uncompiled: no cache directory for compiled steps "
@@ -845,6 +846,8 @@ class CompiledDecoder(EngineDecoder):
     "`EngineDecoder` with its steps compiled ahead of time (`DecodingStep`, AOTInductor)."
     # compile a step the cache directory does not have yet (False: use only the kept ones)
     compile_missing = True
+    # multiply by MKL's packed product where it can be had (False: oneDNN's packing, frozen into the step)
+    mkl = True
 
     def __init__(self, model: Transformer, src: Tensor, k: int = 1, max_steps: int = 256):
         super().__init__(model, src, k, max_steps)
@@ -853,7 +856,7 @@ class CompiledDecoder(EngineDecoder):
             return
         m = self.memory                                               # the encoder's output `[B, S, d_model]`
         if m.device.type == "cpu" and m.dtype == torch.float32 and m.size(1) >= 2 and not torch.is_grad_enabled():
-            self.compiled = compiled_step(model, k, self.compile_missing)
+            self.compiled = compiled_step(model, k, self.compile_missing, self.mkl)
         if self.compiled is not None and k > 1:                       # beams reordered by reference
             self.cache.kv = IndirectKVCache(len(model.decoder.layers), max_steps)
 
