@@ -491,6 +491,12 @@ TORCH_LIBRARY_IMPL(atx, CPU, m) {
 _MKL = {}   # "loaded": whether the operators are loaded in this process (True or False once decided)
 
 
+def _first_line(e: Exception) -> str:
+    "An error as one line: its type and the first line of its message."
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"
+
+
 def _packed_linear_shape(x: Tensor, packed: Tensor, n: int, bias: Tensor | None) -> Tensor:
     return x.new_empty((*x.shape[:-1], n))
 
@@ -543,8 +549,7 @@ def mkl_ops(build: bool = True) -> bool:
     except Exception as e:                                            # no compiler, no MKL symbols, no cache, ...
         if not build:
             return False
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        _MKL["loaded"], _MKL["why"] = False, f"{type(e).__name__}: {first}"
+        _MKL["loaded"], _MKL["why"] = False, _first_line(e)
     return _MKL["loaded"]
 
 
@@ -789,9 +794,7 @@ def load_or_compile_step(model: Transformer, k: int, path: Path, compile: bool,
         return lambda *inputs: loader.boxed_run(flat(inputs[:7]) + packed + flat(inputs[7:]))[0]
     # no C++ compiler, an unreadable cache, a model variant, ...
     except Exception as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        say("warning: decoding steps run uncompiled: the compiled step could not be made or loaded "
-            f"({type(e).__name__}: {first})")
+        say(f"warning: decoding steps run uncompiled: the compiled step could not be made or loaded ({_first_line(e)})")
         return False
     finally:
         with contextlib.suppress(OSError):

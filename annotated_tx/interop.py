@@ -610,8 +610,7 @@ def decode_peers(
     *,
     marian: bool = True,  # include HuggingFace MarianMTModel (needs transformers)
     ct2: bool = True,  # include CTranslate2, float32 and int8 (needs ctranslate2; CPU only)
-    # ask CTranslate2 for the hypotheses' scores, as ours computes them (its greedy search skips the softmax without)
-    scores: bool = True,  # CTranslate2 returns scores
+    scores: bool = True,  # ask CTranslate2 for scores, as ours computes them (without, its greedy skips the softmax)
 ) -> dict:
     # each a function that decodes `src`: name -> fn (`bench_decode`'s peers)
     "Marian's generate() and CTranslate2 (float32, int8, each in a process of its own) on `model`'s own weights."
