@@ -116,9 +116,9 @@ PRESETS: dict[str, dict] = {
     "multi30k-cpu": dict(
         corpus="multi30k", src_lang="de", tgt_lang="en", vocab_size=8000, model="small",
         model_overrides=dict(dropout=0.1), max_tokens=4096,
-        train=dict(max_minutes=60, max_updates=4000, warmup=800, lr_factor=0.7, cooldown=0.3, amp="auto",
-                   checkpoint_every_minutes=1.0, keep_last=5, val_every=250, log_every=10),
-        average_last=5, expect=dict(val_ppl=[1000, 12], updates=1800, bleu=36)),
+        train=dict(max_minutes=60, max_updates=4000, warmup=800, lr_factor=1.0, cooldown=0.3, label_smoothing=0.2,
+                   amp="auto", checkpoint_every_minutes=1.0, keep_last=5, val_every=250, log_every=10),
+        average_last=5, alpha=1.0, expect=dict(val_ppl=[1000, 12], updates=1800, bleu=37)),
     "multi30k-gpu": dict(
         corpus="multi30k", src_lang="de", tgt_lang="en", vocab_size=8000, model="base",
         model_overrides=dict(dropout=0.3), max_tokens=8192,

@@ -56,6 +56,8 @@ SETS[D-ls0.2]="train.label_smoothing=0.2";                                      
 SETS[E-learned]="model_overrides.positional=learned";                           EST[E-learned]=35
 # PINNED: the rows were run before emb_init existed, when the embeddings were Xavier-initialised like every matrix
 PINNED="model_overrides.emb_init=xavier"
+# THEN: the 0.3.0 preset, which the rows were run with (today's multi30k-cpu: lr_factor 1.0, label_smoothing 0.2, alpha 1.0)
+THEN="train.lr_factor=0.7 train.label_smoothing=0.1 alpha=0.6"
 BUDGET="train.max_minutes=0 train.max_updates=$UPDATES train.cooldown=0.3 train.checkpoint_every_minutes=0 train.checkpoint_every_updates=100 train.val_every=100"
 
 die() { echo "table3: error: $*" >&2; exit 2; }
@@ -116,7 +118,7 @@ echo "  $todo rows to run, about $left min of CPU by the estimates (partial rows
 command_for() {   # the row's command as an array in CMD
   local r=$1 s
   CMD=("$AT" train --preset multi30k-cpu --src "$SRC" --tgt "$TGT" --out "$OUT/$r" --no-download --no-progress)
-  for s in $BUDGET ${SETS[$r]} $PINNED; do CMD+=(--set "$s"); done
+  for s in $THEN $BUDGET ${SETS[$r]} $PINNED; do CMD+=(--set "$s"); done
 }
 
 if [ $DRY -eq 1 ]; then
