@@ -11,7 +11,7 @@ from pathlib import Path
 # %% auto #0
 __all__ = ['BAD_INPUT', 'EXIT', 'COMMANDS', 'LAYERS', 'UsageError', 'Parser', 'one_line', 'is_bad_input', 'write_traceback',
            'traceback_note', 'run_command', 'parse_set', 'existing_dir', 'positive_int', 'train_parser',
-           'overrides_from_args', 'recipe_from_args', 'copy_preset_main', 'train_main', 'evaluate_parser',
+           'overrides_from_args', 'recipe_from_args', 'copy_preset_main', 'train_main', 'evaluate_parser', 'run_alpha',
            'evaluate_recipe', 'evaluate_main', 'translate_parser', 'translate_main', 'export_parser', 'export_main',
            'score_main', 'average_main', 'vocab_main', 'download_main', 'bench_train_parser', 'print_bench_train',
            'bench_train_main', 'bench_decode_main', 'bench_translate_parser', 'bench_translate_main',
@@ -213,17 +213,34 @@ def evaluate_parser() -> Parser:
     p.add_argument("--tgt", default=None,
                    help="target language (default: the corpus's; alone, the source is the other language)")
     p.add_argument("--beam", type=int, default=4, help="beam size, 1 = greedy (default: 4)")
-    p.add_argument("--alpha", type=float, default=0.6, help="length penalty alpha (default: 0.6)")
+    p.add_argument("--alpha", type=float, default=None,
+                   help="length penalty alpha (default: the run's, from recipe.json beside the model; else 0.6)")
     p.add_argument("--data-dir", type=existing_dir, default=None,
                    help="directory containing the corpus (default: $ANNOTATED_TX_DATA, then the cache)")
     p.add_argument("--no-download", action="store_true", help="never download data; fail if it is not found")
     p.add_argument("--output", default=None, help="also write the translations to this file")
     return p
 
+def run_alpha(
+    model: str,  # a run directory, a model file, or any other model name `translate` takes
+    default: float = 0.6,  # without a recipe: the paper's α
+) -> float:
+    "The length penalty α a model was trained to be decoded with: `alpha` of the recipe.json beside it, else `default`."
+    p = Path(model)
+    recipe = (p if p.is_dir() else p.parent) / "recipe.json"
+    if not recipe.is_file(): return default
+    try: alpha = json.loads(recipe.read_text(encoding="utf-8")).get("alpha", default)
+    except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as e:
+        raise ValueError(f"{recipe} is not a recipe ({e}); give --alpha") from None
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha < 0:
+        raise ValueError(f"{recipe}: alpha must be a number >= 0, got {alpha!r}; give --alpha")
+    return float(alpha)
+
 def evaluate_recipe(a: argparse.Namespace):
     "The decoding recipe a parsed `annotated-tx evaluate` command line asks for (the split becomes its test split)."
     from annotated_tx.recipes import Recipe
-    return Recipe(corpus=a.corpus, src_lang=a.src, tgt_lang=a.tgt, test_split=a.split, beam=a.beam, alpha=a.alpha)
+    return Recipe(corpus=a.corpus, src_lang=a.src, tgt_lang=a.tgt, test_split=a.split, beam=a.beam,
+                  alpha=run_alpha(a.model) if a.alpha is None else a.alpha)
 
 def evaluate_main(argv: list[str] | None = None) -> int:
     "`annotated-tx evaluate`: translate a corpus split with a saved model and print sacreBLEU, chrF and tokenized BLEU."
@@ -259,7 +276,9 @@ def translate_parser() -> Parser:
     ap.add_argument("--beam", type=int, default=4, help="beam size; 1 = greedy decoding (default: 4, the paper's)")
     ap.add_argument("--n-best", type=int, default=1,
                     help="hypotheses per line, best first, at most the beam size (default: 1)")
-    ap.add_argument("--alpha", type=float, default=0.6, help="length penalty α (default: 0.6, the paper's)")
+    ap.add_argument("--alpha", type=float, default=None,
+                    help="length penalty α (default: the run's, from recipe.json beside a model of the book's; "
+                         "else 0.6, the paper's)")
     ap.add_argument("--length-penalty", choices=CONVENTIONS, default=None,
                     help="'wu': Wu et al. (2016), the paper's (default with the torch engine); "
                          "'hf': |Y|^α and the beam search of "
@@ -297,7 +316,8 @@ def translate_main(argv: list[str] | None = None) -> int:
     from annotated_tx.data import read_lines
     from annotated_tx.decoding import DecodeConfig
     from annotated_tx.interop import engine_convention, load_translator, throughput
-    cfg = DecodeConfig.for_beam(a.beam, n_best=a.n_best, alpha=a.alpha,
+    alpha = run_alpha(a.model) if a.alpha is None else a.alpha
+    cfg = DecodeConfig.for_beam(a.beam, n_best=a.n_best, alpha=alpha,
                                 convention=a.length_penalty or engine_convention(a.engine),
                                 max_len_a=a.max_len_a, max_len_b=a.max_len_b)
     translator = load_translator(a.model, a.tokenizer, a.device, a.engine, a.threads, a.compute_type, a.compile)
