@@ -117,7 +117,8 @@ PRESETS: dict[str, dict] = {
         corpus="multi30k", src_lang="de", tgt_lang="en", vocab_size=8000, model="small",
         model_overrides=dict(dropout=0.1), max_tokens=4096,
         train=dict(max_minutes=60, max_updates=4000, warmup=800, lr_factor=1.0, cooldown=0.3, label_smoothing=0.2,
-                   amp="auto", checkpoint_every_minutes=1.0, keep_last=5, val_every=250, log_every=10),
+                   dropout_by_budget=[[2000, 0.1], [4000, 0.2]], amp="auto", checkpoint_every_minutes=1.0, keep_last=5,
+                   val_every=250, log_every=10),
         average_last=5, alpha=1.0, expect=dict(val_ppl=[1000, 12], updates=1800, bleu=37)),
     "multi30k-gpu": dict(
         corpus="multi30k", src_lang="de", tgt_lang="en", vocab_size=8000, model="base",
@@ -153,6 +154,9 @@ def get_recipe(
     for k, v in overrides.items():
         if isinstance(v, dict) and v and isinstance(d.get(k), dict): d[k] = {**d[k], **v}   # merged into the preset's
         else: d[k] = v                                                  # a value, or {} to clear the preset's dict
+    given = lambda k: overrides.get(k) if isinstance(overrides.get(k), dict) else {}
+    by_hand = "dropout" in given("model_overrides") and "dropout_by_budget" not in given("train")
+    if by_hand and isinstance(d.get("train"), dict): d["train"]["dropout_by_budget"] = []   # the P_drop it trains with
     return Recipe.from_dict(d)
 
 # %% ../nbs/13_recipes.ipynb #579ca33e
@@ -363,6 +367,8 @@ def score_run(
     results = {"train_seconds": round(steps[-1]["seconds"], 1) if steps else 0.0,
                "target_tokens": sum(r["tokens"] for r in steps)}
     results["tok_per_s"] = round(results["target_tokens"] / max(results["train_seconds"], 1e-9))
+    chosen = [r for r in steps if "dropout" in r]                       # `dropout_by_budget`'s choice, if any
+    if chosen: results["dropout"] = {k: chosen[-1][k] for k in ("step", "dropout", "expected_updates")}
     models = {"final": out / "model.safetensors"}
     ckpts = list_checkpoints(out)
     if recipe.average_last and len(ckpts) > 1:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import IO, Callable, Iterable
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn, Tensor
@@ -19,7 +20,7 @@ from torch.fx.experimental import _config as fx_config
 from tqdm import tqdm
 from .runtime import (Precision, dist_env, resolve_device, autocast_for, bf16_speedup, choose_precision,
                                   host_info, native_bf16, retain_freed_memory)
-from .model import Config, evaluating
+from .model import Config, ModelBase, Residual, evaluating
 from .batching import Batch, drop_words
 from .layers import LayerDrop
 from .checkpoints import (unwrap, read_json, save_weights, save_checkpoint, load_checkpoint, list_checkpoints,
@@ -27,8 +28,8 @@ from .checkpoints import (unwrap, read_json, save_weights, save_checkpoint, load
 from .optimization import batch_loss, make_optimizer, rate, cooldown_scale, set_lr
 
 # %% auto #0
-__all__ = ['TrainConfig', 'validation_loss', 'learning_rate', 'update_step', 'budget_used', 'progress_bar', 'validation_line',
-           'distinct_sizes', 'train']
+__all__ = ['BUDGET_PROBE', 'TrainConfig', 'validation_loss', 'learning_rate', 'expected_updates', 'budget_dropout', 'set_dropout',
+           'update_step', 'budget_used', 'progress_bar', 'validation_line', 'distinct_sizes', 'train']
 
 # %% ../nbs/09_trainer.ipynb #4bc5aa0c
 @dataclass
@@ -45,6 +46,7 @@ class TrainConfig(Config):
     adam_eps: float = 1e-9  # Adam ε
     label_smoothing: float = 0.1  # ε_ls
     word_dropout: float = 0.0  # share of source and decoder-input words set to <unk> (`drop_words`; not the paper)
+    dropout_by_budget: list = field(default_factory=list)  # [[updates, P_drop], …] (`budget_dropout`; not the paper)
     accum_steps: int = 1  # micro-batches per process per update (gradient accumulation)
     clip_norm: float = 0.0  # clip the global gradient norm to this (0: no clipping, as in the paper)
     checkpoint_every_updates: int = 0  # write a checkpoint every N updates (0: off)
@@ -74,6 +76,15 @@ class TrainConfig(Config):
         need(self.adam_eps >= 0, "adam_eps", "must be >= 0")
         need(0 <= self.label_smoothing < 1, "label_smoothing", "must be in [0, 1)")
         need(0 <= self.word_dropout < 1, "word_dropout", "must be in [0, 1)")
+        anchors = self.dropout_by_budget
+        need(isinstance(anchors, (list, tuple)) and all(
+            isinstance(a, (list, tuple)) and len(a) == 2 and all(isinstance(x, (int, float)) for x in a)
+            and a[0] >= 0 and 0 <= a[1] < 1 for a in anchors), "dropout_by_budget",
+            "must be a list of [updates, dropout] pairs, updates >= 0 and dropout in [0, 1)")
+        need(len({a[0] for a in anchors}) == len(anchors), "dropout_by_budget", "must name each update count once")
+        need(not anchors or bool(self.max_updates or self.max_minutes), "dropout_by_budget",
+             "needs a budget to read: set max_updates or max_minutes")
+        self.dropout_by_budget = [list(a) for a in anchors]
         need(self.accum_steps >= 1, "accum_steps", "must be at least 1")
         need(self.log_every >= 1, "log_every", "must be at least 1")
         need(self.amp in ("auto", "bf16", "fp16", "none"), "amp", "must be 'auto', 'bf16', 'fp16' or 'none'")
@@ -129,6 +140,38 @@ def learning_rate(
     "The rate of update `step`: `lr_factor` × eq. (3) × the cooldown's factor."
     used = max(_budget_shares(cfg, step - 1, seconds), default=0.0)    # updates or minutes, whichever runs out first
     return cfg.lr_factor * rate(step, d_model, cfg.warmup) * cooldown_scale(used, cfg.cooldown)
+
+
+# %% ../nbs/09_trainer.ipynb #d5b0a002
+BUDGET_PROBE = 100  # updates a time budget times before `dropout_by_budget` projects their pace
+
+def expected_updates(
+    cfg: TrainConfig,  # its max_updates and max_minutes are the budget
+    step: int,  # updates done
+    seconds: float,  # the training seconds they took
+) -> float:
+    "The updates the budget allows: `max_updates`, or fewer where `max_minutes` runs out first at the pace so far."
+    caps = [float(cfg.max_updates)] if cfg.max_updates else []
+    if cfg.max_minutes and step and seconds > 0: caps.append(step / seconds * 60 * cfg.max_minutes)
+    if not caps: raise ValueError("expected_updates needs max_updates, or max_minutes and updates already timed")
+    return min(caps)
+
+def budget_dropout(
+    anchors: list,  # [[updates, P_drop], …], as `TrainConfig.dropout_by_budget`
+    updates: float,  # the updates the budget allows
+) -> float:
+    "$P_{drop}$ on the straight lines between the anchors at `updates`, held at the nearest anchor beyond them."
+    xs, ys = zip(*sorted(anchors))
+    return float(np.interp(updates, xs, ys))
+
+def set_dropout(
+    model: nn.Module,  # a model of the book (`ModelBase`), or a wrapper of one
+    p: float,  # the new P_drop
+) -> int:
+    "Set $P_{drop}$: dropout on embeddings + positions and on each sub-layer's output (§5.4); returns how many layers."
+    layers = [m.dropout for m in unwrap(model).modules() if isinstance(m, (ModelBase, Residual))]
+    for d in layers: d.p = p
+    return len(layers)
 
 
 # %% ../nbs/09_trainer.ipynb #c0db7019
@@ -256,6 +299,7 @@ class _Session:
     history: dict = field(default_factory=lambda: {"train": [], "val": []})  # the log's records
     log: IO | None = None  # log.jsonl, open for appending (rank 0)
     skipped: int = 0  # updates skipped on a float16 overflow in this session
+    dropout: float | None = None  # the P_drop `dropout_by_budget` chose (None: not chosen, the model's)
 
     def resume(self, resume: bool | str | Path) -> Path | None:
         "Load the checkpoint to go on from (None: a fresh start) and set the generators for the next update."
@@ -273,6 +317,9 @@ class _Session:
         self.saved_at, self.saved_seconds = self.step, self.seconds
         if not restore_rng(state, self.rank, self.device): seed_everything(self.cfg.seed + self.rank + 7919 * self.step)
         if self.scaler is not None and "grad_scaler" in state: self.scaler.load_state_dict(state["grad_scaler"])
+        if state.get("dropout") is not None:                  # chosen by the budget before the checkpoint: kept
+            self.dropout = state["dropout"]
+            set_dropout(self.model, self.dropout)
         return start
 
     def open_log(self, opened: ExitStack, resumed: bool) -> None:
@@ -317,11 +364,25 @@ class _Session:
                      "train_seconds": self.seconds, "world_size": self.world, "train_config": self.cfg.to_dict(),
                      "host_rng": host_rng()}
             if self.scaler is not None: state["grad_scaler"] = self.scaler.state_dict()
+            if self.dropout is not None: state["dropout"] = self.dropout
             save_checkpoint(self.out_dir / "checkpoints" / f"step-{self.step:08d}", self.model, self.optimizer,
                             state, rng)
             if self.cfg.keep_last:
                 for old in list_checkpoints(self.out_dir)[:-self.cfg.keep_last]: shutil.rmtree(old, ignore_errors=True)
         self.saved_at, self.saved_seconds = self.step, self.seconds
+
+    def choose_dropout(self) -> dict:
+        "`dropout_by_budget`: once the budget's updates are known, set P_drop for them; what the log line adds."
+        cfg = self.cfg
+        if not cfg.dropout_by_budget or self.dropout is not None: return {}
+        if cfg.max_minutes and self.step < BUDGET_PROBE: return {}      # the pace is not known yet
+        n = expected_updates(cfg, self.step, self.seconds)       # under several processes, rank 0's clock
+        self.dropout = budget_dropout(cfg.dropout_by_budget, n)
+        set_dropout(self.model, self.dropout)
+        if self.rank == 0:
+            tqdm.write(f"dropout {self.dropout:.3f} from update {self.step + 1:,}: the budget allows about {n:,.0f} "
+                       "updates (dropout_by_budget)", file=sys.stderr)
+        return {"dropout": self.dropout, "expected_updates": round(n)}
 
     def limit_reached(self) -> str | None:
         "The limit the run has reached: 'max_updates' or 'max_minutes' (None: neither)."
@@ -413,6 +474,7 @@ def _train_until_stop(
                 group = list(islice(stream, cfg.accum_steps * world))
                 # end of the epoch (too few batches left for every process)
                 if len(group) < world: break
+                chosen = run.choose_dropout()
                 lr = learning_rate(cfg, run.step + 1, d_model=run.d_model, seconds=run.seconds)
                 rec = update_step(fwd, run.optimizer, group, cfg=cfg, lr=lr,
                                   loss=loss, scaler=run.scaler, ddp=ddp, rank=run.rank, world=world, device=run.device)
@@ -421,7 +483,7 @@ def _train_until_stop(
                 dt = time.perf_counter() - t0
                 run.seconds += dt
                 rec = {"step": run.step, "epoch": run.epoch, **rec, "tok_per_s": rec["tokens"] / dt,
-                       "seconds": run.seconds}
+                       "seconds": run.seconds, **chosen}
                 if run.rank == 0:
                     run.write(rec)
                     _show_progress(bar, cfg, rec, epochs(), run.step % cfg.log_every == 0 or run.step == 1, run.skipped,

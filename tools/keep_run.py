@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Keep the record of a finished training run in the repository, without its weights, so that a chapter can print
-its figures from it: recipe.json, host.json, results.json, the validation records and every 10th update of the log,
-and the translations. Usage (from the repository root):
+its figures from it: recipe.json, host.json, results.json, the validation records, every 10th update of the log
+(and the update where `dropout_by_budget` chose P_drop), and the translations. Usage (from the repository root):
 
     python3 tools/keep_run.py runs/multi30k-cpu-de-en nbs/kept/multi30k-cpu-de-en
 """
@@ -16,7 +16,8 @@ def keep(run: Path, dest: Path, every: int = 10) -> None:
         if (run / name).is_file(): shutil.copyfile(run / name, dest / name)
         else: print(f"keep_run: {run} has no {name} (it was made before runs recorded their host)")
     log = [json.loads(l) for l in (run / "log.jsonl").read_text().splitlines()]
-    kept = [r for r in log if "val_loss" in r or r["step"] % every == 0 or r["step"] == 1 or r is log[-1]]
+    kept = [r for r in log
+            if "val_loss" in r or "dropout" in r or r["step"] % every == 0 or r["step"] == 1 or r is log[-1]]
     (dest / "log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
     for f in sorted(run.glob("*.final.*")) + sorted(run.glob("*.averaged.*")): shutil.copyfile(f, dest / f.name)
     print(f"kept {run} -> {dest}: {len(kept)} of {len(log)} log records, {sorted(p.name for p in dest.iterdir())}")
