@@ -27,9 +27,10 @@ __all__ = ['PLAIN_ATTENTION', 'MKL_SOURCE', 'STEP_CACHE_MB', 'STEP_CACHE_ENV', '
            'linear', 'project', 'stacked_qkv', 'computes_as', 'self_attention_step', 'cross_attention_step',
            'feed_forward', 'engine_runs', 'encode', 'self_attention', 'decode_step', 'log_probs', 'BufferedKVCache',
            'SharedSourceCache', 'block_top_k', 'source_mask', 'cross_kv', 'EngineDecoder', 'Int8Weights', 'Int8Decoder',
-           'mkl_ops', 'MKLPackedWeights', 'InOrder', 'DecodingStep', 'step_weights', 'remember_file', 'step_key',
-           'compile_step', 'steps_dir', 'step_cache_bytes', 'prune_steps', 'cache_report', 'load_or_compile_step',
-           'compiled_step', 'has_compiled_steps', 'CompiledDecoder', 'KeptStepsDecoder', 'IndirectKVCache']
+           'mkl_ops', 'MKLPackedWeights', 'InOrder', 'DecodingStep', 'MKLStepWeights', 'step_weights', 'remember_file',
+           'step_key', 'compile_step', 'steps_dir', 'step_cache_bytes', 'prune_steps', 'cache_report',
+           'load_or_compile_step', 'compiled_step', 'has_compiled_steps', 'CompiledDecoder', 'KeptStepsDecoder',
+           'IndirectKVCache']
 
 # %% ../nbs/19_engine.ipynb #e0000006
 def packs(x: Tensor, weight: Tensor) -> bool:
@@ -101,10 +102,21 @@ def project(store: PackedWeights | None, x: Tensor, layer: nn.Linear) -> Tensor:
 
 
 # %% ../nbs/19_engine.ipynb #e0000010
+_STACKED = weakref.WeakKeyDictionary()   # attention layer -> (its parameters' stamp, its stacked weight and bias)
+
+
 def stacked_qkv(attn: MultiHeadAttention) -> tuple[Tensor, Tensor | None]:
+    # kept while the layer's weights are unchanged, in inference
     "W^Q, W^K, W^V stacked into one matrix (and their biases into one vector): self-attention's three products in one."
+    stamp = None if torch.is_grad_enabled() else parameters_stamp(attn)
+    kept = _STACKED.get(attn)
+    if stamp is not None and kept is not None and kept[0] == stamp:
+        return kept[1]
     ps = (attn.w_q, attn.w_k, attn.w_v)
-    return torch.cat([p.weight for p in ps]), None if attn.w_q.bias is None else torch.cat([p.bias for p in ps])
+    wb = torch.cat([p.weight for p in ps]), None if attn.w_q.bias is None else torch.cat([p.bias for p in ps])
+    if stamp is not None:
+        _STACKED[attn] = (stamp, wb)
+    return wb
 
 
 def computes_as(module: nn.Module, cls: type, *methods: str) -> bool:
@@ -123,16 +135,12 @@ def self_attention_step(
     kv: KVCache,  # the self-attention cache
     layer: int,  # this layer's index in `kv`
     store: PackedWeights | None = None,  # packed weights (None: plain products)
-    qkv: dict | None = None,  # layer -> `stacked_qkv(attn)`, filled at the first step (None: stacked at every call)
 ) -> Tensor:
     # RoPE, ALiBi: the layer itself
     "`attn(y, y, y, causal=True, cache=kv, layer=layer)`: Q, K, V in one product, eq. (1) written out."
     if not computes_as(attn, MultiHeadAttention, *PLAIN_ATTENTION):
         return attn(y, y, y, causal=True, cache=kv, layer=layer)
-    if qkv is None:
-        w, b = stacked_qkv(attn)
-    else:
-        w, b = qkv[layer] if layer in qkv else qkv.setdefault(layer, stacked_qkv(attn))
+    w, b = stacked_qkv(attn)
     h, d_k, d_v = attn.n_heads, attn.d_k, attn.d_v
     q, k, v = linear(store, y, w, b, (id(attn), "qkv")).split([h * d_k, h * d_k, h * d_v], -1)
     k, v = kv.append(layer, attn.split(k, d_k), attn.split(v, d_v))
@@ -203,13 +211,12 @@ def decode_step(
     cross: list[tuple[Tensor, Tensor]],  # each layer's encoder keys and values, one row per sentence
     mask: Tensor | None,  # `[B, 1, 1, S]` the sources' padding mask
     store: PackedWeights | None = None,  # packed weights (None: plain products)
-    qkv: dict | None = None,  # layer -> stacked W^Q, W^K, W^V, filled at the first step (None: stacked at every call)
 ) -> Tensor:
     # as the engine computes it
     "The final decoder states `[N, n, d_model]` of the new positions: `model.decode(new, None, mask, cache)`."
     x = model.embed(new, model.tgt_emb, model.tgt_pos, kv.length())
     for i, layer in enumerate(model.decoder.layers):
-        x = layer.sub1(x, lambda y: self_attention_step(layer.self_attn, y, kv, i, store, qkv))
+        x = layer.sub1(x, lambda y: self_attention_step(layer.self_attn, y, kv, i, store))
         x = layer.sub2(x, lambda y: cross_attention_step(layer.cross_attn, y, *cross[i], mask, store))
         x = layer.sub3(x, lambda y: feed_forward(layer.ffn, y, store))
     return model.decoder.norm(x)
@@ -362,7 +369,7 @@ class EngineDecoder(IncrementalDecoder):
         self.shared = False                        # the cache holds one row per sentence for its k alike rows
         self.mask = source_mask(model, src)
         self.memory = self.encode(src)
-        self.cache, self.qkv = SharedSourceCache(len(model.decoder.layers), max_steps), {}
+        self.cache = SharedSourceCache(len(model.decoder.layers), max_steps)
 
     def encode(self, src: Tensor) -> Tensor:
         # on a CPU by groups of like length (of 8 or more), so less padding is computed
@@ -394,7 +401,7 @@ class EngineDecoder(IncrementalDecoder):
             self.reorder(torch.arange(y.size(0), device=y.device))
         new = y[:, len(self.cache):]                                  # the positions not yet in the cache
         h = decode_step(self.model, new[::self.k] if self.shared else new, self.cache.kv, self.cache.cross, self.mask,
-                        self.packed, self.qkv)[:, -1]
+                        self.packed)[:, -1]
         logp = log_probs(self.model, h, self.packed)
         return logp.repeat_interleave(self.k, 0) if self.shared else logp
 
@@ -440,8 +447,8 @@ class Int8Decoder(EngineDecoder):
     store = Int8Weights
 
 # %% ../nbs/19_engine.ipynb #m0000002
-# `atx::mkl_pack` packs an `nn.Linear` weight `[n, k]` for a product of one row, as CTranslate2 does (the format serves
-# any number of rows); `atx::mkl_packed_linear` computes x·Wᵀ + b with it, into a new tensor
+# `atx::mkl_pack` packs an `nn.Linear` weight `[n, k]` for products of about `rows` rows (the format serves any number
+# of rows); `atx::mkl_packed_linear` computes x·Wᵀ with it, into a new tensor (the bias is added after, where it fuses)
 MKL_SOURCE = r"""
 #include <torch/library.h>
 #include <ATen/ATen.h>
@@ -454,33 +461,32 @@ void cblas_sgemm_compute(int layout, int transa, int transb, int m, int n, int k
 }
 constexpr int RowMajor = 101, NoTrans = 111, Trans = 112, Packed = 151, BMatrix = 162;
 
-at::Tensor mkl_pack(const at::Tensor& w) {
+at::Tensor mkl_pack(const at::Tensor& w, int64_t rows) {
   TORCH_CHECK(w.dim() == 2 && w.scalar_type() == at::kFloat && w.device().is_cpu(),
               "mkl_pack: a 2-d float32 CPU weight");
   auto wc = w.contiguous();
   int n = wc.size(0), k = wc.size(1);
-  auto bytes = cblas_sgemm_pack_get_size(BMatrix, 1, n, k);
+  auto bytes = cblas_sgemm_pack_get_size(BMatrix, rows, n, k);
   auto out = at::empty({(int64_t)((bytes + 3) / 4)}, wc.options());
-  cblas_sgemm_pack(RowMajor, BMatrix, Trans, 1, n, k, 1.0f, wc.data_ptr<float>(), k, out.data_ptr<float>());
+  cblas_sgemm_pack(RowMajor, BMatrix, Trans, rows, n, k, 1.0f, wc.data_ptr<float>(), k, out.data_ptr<float>());
   return out;
 }
 
-at::Tensor mkl_packed_linear(const at::Tensor& x, const at::Tensor& packed, int64_t n,
-                             const c10::optional<at::Tensor>& bias) {
+at::Tensor mkl_packed_linear(const at::Tensor& x, const at::Tensor& packed, int64_t n) {
   TORCH_CHECK(x.scalar_type() == at::kFloat && x.device().is_cpu(), "mkl_packed_linear: a float32 CPU input");
   auto xc = x.contiguous();
   int64_t k = xc.size(-1), m = xc.numel() / k;
   auto sizes = xc.sizes().vec();
   sizes.back() = n;
-  auto out = bias.has_value() ? bias->reshape({1, n}).repeat({m, 1}) : at::empty({m, n}, xc.options());
-  cblas_sgemm_compute(RowMajor, NoTrans, Packed, m, n, k, xc.data_ptr<float>(), k, packed.data_ptr<float>(), n,
-                      bias.has_value() ? 1.0f : 0.0f, out.data_ptr<float>(), n);
+  auto out = at::empty({m, n}, xc.options());
+  cblas_sgemm_compute(RowMajor, NoTrans, Packed, m, n, k, xc.data_ptr<float>(), k, packed.data_ptr<float>(), n, 0.0f,
+                      out.data_ptr<float>(), n);
   return out.view(sizes);
 }
 
 TORCH_LIBRARY(atx, m) {
-  m.def("mkl_pack(Tensor w) -> Tensor");
-  m.def("mkl_packed_linear(Tensor x, Tensor packed, int n, Tensor? bias) -> Tensor");
+  m.def("mkl_pack(Tensor w, int rows) -> Tensor");
+  m.def("mkl_packed_linear(Tensor x, Tensor packed, int n) -> Tensor");
 }
 TORCH_LIBRARY_IMPL(atx, CPU, m) {
   m.impl("mkl_pack", mkl_pack);
@@ -497,7 +503,7 @@ def _first_line(e: Exception) -> str:
     return f"{type(e).__name__}: {lines[0] if lines else ''}"
 
 
-def _packed_linear_shape(x: Tensor, packed: Tensor, n: int, bias: Tensor | None) -> Tensor:
+def _packed_linear_shape(x: Tensor, packed: Tensor, n: int) -> Tensor:
     return x.new_empty((*x.shape[:-1], n))
 
 
@@ -554,14 +560,19 @@ def mkl_ops(build: bool = True) -> bool:
 
 
 class MKLPackedWeights(PackedWeights):
-    "A model's weights packed by MKL for a product of one row and used at any number of rows, as CTranslate2 does."
+    "A model's weights packed by MKL for products of about `rows` rows, and used at any number of rows."
+    # what MKL's kernels are chosen for (how fast, not what is computed): see "How fast" for the choice
+    rows: int = 256
+
     def pack(self, weight: Tensor, bias: Tensor | None) -> object:
         "W packed by `cblas_sgemm_pack`, with W's shape `(out, in)`."
-        return torch.ops.atx.mkl_pack(weight.detach()), tuple(weight.shape)
+        return torch.ops.atx.mkl_pack(weight.detach(), self.rows), tuple(weight.shape)
 
     def multiply(self, x: Tensor, packed: object, bias: Tensor | None) -> Tensor:
-        "x·Wᵀ + b by `cblas_sgemm_compute`."
-        return torch.ops.atx.mkl_packed_linear(x, packed[0], packed[1][0], bias)
+        # in a compiled step b joins the next element-wise kernel: no pass of its own
+        "x·Wᵀ by `cblas_sgemm_compute`, then + b."
+        out = torch.ops.atx.mkl_packed_linear(x, packed[0], packed[1][0])
+        return out if bias is None else out.add_(bias)
 
 # %% ../nbs/19_engine.ipynb #e0000030
 class InOrder(MKLPackedWeights):
@@ -620,10 +631,14 @@ class DecodingStep(nn.Module):
         return log_probs(self.model, h, store)
 
 
+class MKLStepWeights(MKLPackedWeights):
+    "`MKLPackedWeights` of a compiled step: a store of its own, packed in the order of the step's inputs."
+
+
 def step_weights(model: Transformer) -> MKLPackedWeights:
     # kept while the weights are unchanged
     "`model`'s weights packed by MKL in the order `DecodingStep` multiplies by them, recorded on a step of one row."
-    store = MKLPackedWeights.of(model)
+    store = MKLStepWeights.of(model)
     if not store:
         att, L = model.decoder.layers[0].self_attn, len(model.decoder.layers)
         buffers = lambda d: [torch.zeros(1, att.n_heads, 4, d) for _ in range(L)]
@@ -853,6 +868,9 @@ class CompiledDecoder(EngineDecoder):
     mkl = True
 
     def __init__(self, model: Transformer, src: Tensor, k: int = 1, max_steps: int = 256):
+        # the encoder and the first position by MKL's packed product too
+        if self.mkl and src.device.type == "cpu" and mkl_ops(build=self.compile_missing):
+            self.store = MKLPackedWeights
         super().__init__(model, src, k, max_steps)
         self.compiled = None
         if self.plain is not None:
@@ -862,6 +880,8 @@ class CompiledDecoder(EngineDecoder):
             self.compiled = compiled_step(model, k, self.compile_missing, self.mkl)
         if self.compiled is not None and k > 1:                       # beams reordered by reference
             self.cache.kv = IndirectKVCache(len(model.decoder.layers), max_steps)
+        if self.compiled is not None:                                 # a step reads one position more than it fills
+            self.cache.kv.max_len = max_steps + 1
 
     def compiles(self, y: Tensor) -> bool:
         # a step found, after the first position, within the model's positions, beams by reference
