@@ -665,11 +665,21 @@ def remember_file(model: Transformer, path: str | Path) -> None:
     _FILES[model] = (parameters_stamp(model), h.hexdigest())
 
 
+def _cpu_flags() -> str:
+    # a step is compiled for the CPU it is made on (-march=native): one cache folder may serve several CPUs
+    "The instruction sets the operating system lists for this CPU ('' where it lists none)."
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return line.split(":", 1)[1].strip()
+    return ""
+
+
 def step_key(model: Transformer, k: int, mkl: bool = False) -> str:
     # the weights by their file where known
     "What a compiled step depends on, hashed: the weights, configuration, rows per sentence, threads, CPU, code."
     h = hashlib.sha256(repr((type(model).__name__, model.config, k, torch.get_num_threads(), torch.__version__,
-                             torch.backends.cpu.get_cpu_capability(), mkl)).encode())
+                             torch.backends.cpu.get_cpu_capability(), _cpu_flags(), mkl)).encode())
     for f in sorted(Path(annotated_tx.__file__).parent.glob("*.py")):
         h.update(f.read_bytes())
     stamp, fingerprint = _FILES.get(model, (None, None))
