@@ -6,7 +6,7 @@ Docs: https://annotated-tx.github.io/annotated_tx/engine.html.md"""
 
 # %% ../nbs/19_engine.ipynb #e0000003
 from __future__ import annotations
-import contextlib, hashlib, math, os, stat, subprocess, warnings, weakref
+import contextlib, functools, hashlib, math, os, stat, subprocess, warnings, weakref
 from pathlib import Path
 from typing import Callable
 import torch
@@ -665,6 +665,7 @@ def remember_file(model: Transformer, path: str | Path) -> None:
     _FILES[model] = (parameters_stamp(model), h.hexdigest())
 
 
+@functools.cache
 def _cpu_flags() -> str:
     # a step is compiled for the CPU it is made on (-march=native): one cache folder may serve several CPUs
     "The instruction sets the operating system lists for this CPU ('' where it lists none)."

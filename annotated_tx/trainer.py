@@ -28,8 +28,9 @@ from .checkpoints import (unwrap, read_json, save_weights, save_checkpoint, load
 from .optimization import batch_loss, make_optimizer, rate, cooldown_scale, set_lr
 
 # %% auto #0
-__all__ = ['BUDGET_PROBE', 'TrainConfig', 'validation_loss', 'learning_rate', 'expected_updates', 'budget_dropout', 'set_dropout',
-           'update_step', 'budget_used', 'progress_bar', 'validation_line', 'distinct_sizes', 'train']
+__all__ = ['BUDGET_PROBE', 'TrainConfig', 'validation_loss', 'learning_rate', 'expected_updates', 'budget_dropout',
+           'pdrop_layers', 'set_dropout', 'update_step', 'budget_used', 'progress_bar', 'validation_line',
+           'distinct_sizes', 'train']
 
 # %% ../nbs/09_trainer.ipynb #4bc5aa0c
 @dataclass
@@ -164,12 +165,18 @@ def budget_dropout(
     xs, ys = zip(*sorted(anchors))
     return float(np.interp(updates, xs, ys))
 
+def pdrop_layers(
+    model: nn.Module,  # a model of the book (`ModelBase`), or a wrapper of one
+) -> list[nn.Dropout]:
+    "The dropout layers $P_{drop}$ names (§5.4): on embeddings + positions, and on each sub-layer's output."
+    return [m.dropout for m in unwrap(model).modules() if isinstance(m, (ModelBase, Residual))]
+
 def set_dropout(
     model: nn.Module,  # a model of the book (`ModelBase`), or a wrapper of one
     p: float,  # the new P_drop
 ) -> int:
-    "Set $P_{drop}$: dropout on embeddings + positions and on each sub-layer's output (§5.4); returns how many layers."
-    layers = [m.dropout for m in unwrap(model).modules() if isinstance(m, (ModelBase, Residual))]
+    "Set $P_{drop}$ (`pdrop_layers`); returns how many layers."
+    layers = pdrop_layers(model)
     for d in layers: d.p = p
     return len(layers)
 
