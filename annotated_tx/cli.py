@@ -521,7 +521,7 @@ def bench_decode_main(argv: list[str] | None = None) -> int:
                     help="tokens generated per sentence, EOS suppressed (default: 40)")
     ap.add_argument("--beam", type=int, default=4, help="beam size of the beam-search contenders (default: 4)")
     ap.add_argument("--rounds", type=int, default=5,
-                    help="timed rounds; each contender runs once per round, interleaved (default: 5)")
+                    help="timed rounds; in each, every contender runs twice in turn, timed the second time (default 5)")
     ap.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's choice)")
     ap.add_argument("--device", default="cpu", help="device to run on (default: cpu)")
     ap.add_argument("--no-marian", action="store_true", help="skip HuggingFace MarianMTModel")
