@@ -1034,7 +1034,7 @@ class CompiledDecoder(EngineDecoder):
         # one row per sentence; the encoder's keys and values projected in the program
         "The first position by its compiled program, the caches filled as `EngineDecoder.step` fills them."
         k, (B, S, _) = self.k, self.memory.shape
-        self.shared = k > 1 and torch.equal(y, y[::k].repeat_interleave(k, 0))
+        self.shared = k > 1                                           # `step` found the k beams alike
         mask = torch.ones(B, 1, 1, S, dtype=torch.bool) if self.mask is None else self.mask
         out = self.first(y[::k].contiguous(), mask.contiguous(), self.memory.contiguous())
         L = len(self.model.decoder.layers)
