@@ -28,10 +28,10 @@ __all__ = ['PLAIN_ATTENTION', 'MKL_SOURCE', 'PROGRAMS', 'STEP_CACHE_MB', 'STEP_C
            'cross_attention_step', 'feed_forward', 'engine_runs', 'encode', 'self_attention', 'decode_step',
            'log_probs', 'BufferedKVCache', 'SharedSourceCache', 'block_top_k', 'source_mask', 'cross_kv',
            'EngineDecoder', 'Int8Weights', 'Int8Decoder', 'mkl_ops', 'MKLPackedWeights', 'InOrder', 'DecodingStep',
-           'MKLStepWeights', 'step_weights', 'remember_file', 'step_key', 'compile_step', 'EncoderProgram',
-           'FirstProgram', 'program_weights', 'compile_program', 'steps_dir', 'step_cache_bytes', 'prune_steps',
-           'cache_report', 'load_or_compile_step', 'compiled_step', 'has_compiled_steps', 'CompiledDecoder',
-           'KeptStepsDecoder', 'IndirectKVCache']
+           'recorded_weights', 'step_weights', 'remember_file', 'step_key', 'export_and_compile', 'compile_step',
+           'EncoderProgram', 'FirstProgram', 'program_weights', 'compile_program', 'steps_dir', 'step_cache_bytes',
+           'prune_steps', 'cache_report', 'load_or_compile_step', 'compiled_step', 'has_compiled_steps',
+           'CompiledDecoder', 'KeptStepsDecoder', 'IndirectKVCache']
 
 # %% ../nbs/19_engine.ipynb #e0000006
 def packs(x: Tensor, weight: Tensor) -> bool:
@@ -399,7 +399,7 @@ class EngineDecoder(IncrementalDecoder):
         if self.plain is not None:
             return self.plain.step(y)
         if len(self.cache) == 0:
-            self.shared = self.k > 1 and torch.equal(y, y[::self.k].repeat_interleave(self.k, 0))
+            self.shared = self.k > 1 and self.alike(y)
             self.cache.cross = [cross_kv(l.cross_attn, self.memory, self.packed) for l in self.model.decoder.layers]
             self.memory = None                                        # projected into the cache: no longer needed
         elif self.shared:                                             # no reorder came: every row its own copy
@@ -409,6 +409,10 @@ class EngineDecoder(IncrementalDecoder):
                         self.packed)[:, -1]
         logp = log_probs(self.model, h, self.packed)
         return logp.repeat_interleave(self.k, 0) if self.shared else logp
+
+    def alike(self, y: Tensor) -> bool:
+        "Whether the k rows of each sentence hold the same tokens, as beams do at their start."
+        return torch.equal(y, y[::self.k].repeat_interleave(self.k, 0))
 
     def reorder(self,
                 rows: Tensor,  # new row r continues old row rows[r] (beams of kept sentences, in order)
@@ -636,22 +640,47 @@ class DecodingStep(nn.Module):
         return log_probs(self.model, h, store)
 
 
-class MKLStepWeights(MKLPackedWeights):
-    "`MKLPackedWeights` of a compiled step: a store of its own, packed in the order of the step's inputs."
+class _Recorded(MKLPackedWeights):
+    # packed once for every program and for the uncompiled parts alike
+    "A program's MKL-packed weights, kept in `MKLPackedWeights.of(model)`; `keys` in the order the program uses them."
+    def __init__(self, shared: MKLPackedWeights):
+        super().__init__()
+        self.shared, self.keys = shared, []
+
+    def get(self, key: object, default: object = None) -> object:
+        "The shared store's copy, noting the key."
+        self.keys.append(key)
+        return self.shared.get(key, default)
+
+    def __setitem__(self, key: object, value: object):
+        self.shared[key] = value
 
 
-def step_weights(model: Transformer) -> MKLPackedWeights:
-    # kept while the weights are unchanged
-    "`model`'s weights packed by MKL in the order `DecodingStep` multiplies by them, recorded on a step of one row."
-    store = MKLStepWeights.of(model)
-    if not store:
-        att, L = model.decoder.layers[0].self_attn, len(model.decoder.layers)
-        buffers = lambda d: [torch.zeros(1, att.n_heads, 4, d) for _ in range(L)]
+_RECORDED = weakref.WeakKeyDictionary()   # model -> (its parameters' stamp, {name: [(packed, shape), ...]})
+
+
+def recorded_weights(model: Transformer, name: str, run: Callable) -> list[tuple[Tensor, tuple[int, int]]]:
+    # kept under `name` while the weights are unchanged
+    "The MKL-packed weights `run(store)` multiplies by, in the order it does, with their shapes."
+    stamp, kept = parameters_stamp(model), _RECORDED.get(model)
+    if kept is None or kept[0] != stamp:
+        kept = _RECORDED[model] = (stamp, {})
+    if name not in kept[1]:
+        shared = MKLPackedWeights.of(model)
+        recorded = _Recorded(shared)
         with torch.no_grad():
-            DecodingStep(model).compute(torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1, 1, 4, dtype=torch.bool),
-                                        torch.empty(4), buffers(att.d_k), buffers(att.d_v), buffers(att.d_k),
-                                        buffers(att.d_v), None, store)
-    return store
+            run(recorded)
+        kept[1][name] = [shared[key] for key in recorded.keys]
+    return kept[1][name]
+
+
+def step_weights(model: Transformer) -> list[tuple[Tensor, tuple[int, int]]]:
+    "`model`'s weights packed by MKL in the order `DecodingStep` multiplies by them, recorded on a step of one row."
+    att, L = model.decoder.layers[0].self_attn, len(model.decoder.layers)
+    buffers = lambda d: [torch.zeros(1, att.n_heads, 4, d) for _ in range(L)]
+    return recorded_weights(model, "step", lambda store: DecodingStep(model).compute(
+        torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1, 1, 4, dtype=torch.bool), torch.empty(4),
+        buffers(att.d_k), buffers(att.d_v), buffers(att.d_k), buffers(att.d_v), None, store))
 
 
 _FILES = weakref.WeakKeyDictionary()   # model -> (its parameters' stamp when loaded, its file's fingerprint)
@@ -698,6 +727,15 @@ def step_key(model: Transformer, k: int, mkl: bool = False) -> str:
     return h.hexdigest()[:32]
 
 
+def export_and_compile(module: nn.Module, example: tuple, dims: tuple, path: Path):
+    # the weights that are not inputs frozen into oneDNN's packed constants
+    "Export `module` on `example` inputs, the sizes `dims` names dynamic; AOTInductor into `path`."
+    with torch.no_grad(), torch._inductor.config.patch(freezing=True):
+        program = torch.export.export(module, example, dynamic_shapes=dims, strict=False,
+                                      prefer_deferred_runtime_asserts_over_guards=True)
+        torch._inductor.aoti_compile_and_package(program, package_path=str(path))
+
+
 def compile_step(model: Transformer, k: int, path: Path, mkl: bool = False):
     # beams: reading an `IndirectKVCache`; `mkl`: the products by MKL-packed weights given as inputs (`step_weights`)
     "Export `model`'s `DecodingStep` for `k` rows per sentence, sizes dynamic; AOTInductor into `path`."
@@ -715,35 +753,14 @@ def compile_step(model: Transformer, k: int, path: Path, mkl: bool = False):
           buffers(B, att.n_heads, S, att.d_k), buffers(B, att.n_heads, S, att.d_v))
     dims = ({0: rows}, {0: b, 3: s}, {0: pos}, [{0: buffer_rows, 2: room}] * L, [{0: buffer_rows, 2: room}] * L,
             [{0: b, 2: s}] * L, [{0: b, 2: s}] * L)
-    weights = list(step_weights(model).values()) if mkl else []
+    weights = step_weights(model) if mkl else []
     ex, dims = ex + ([p for p, _ in weights],), dims + ([None] * len(weights),)
     if k > 1:
         ex, dims = ex + (torch.zeros(k * B, T, dtype=torch.long),), dims + ({0: rows, 1: room},)
-    # the other weights frozen into oneDNN's packed constants
-    step = DecodingStep(model, [shape for _, shape in weights]).eval()
-    with torch.no_grad(), torch._inductor.config.patch(freezing=True):
-        program = torch.export.export(step, ex, dynamic_shapes=dims, strict=False,
-                                      prefer_deferred_runtime_asserts_over_guards=True)
-        torch._inductor.aoti_compile_and_package(program, package_path=str(path))
+    export_and_compile(DecodingStep(model, [shape for _, shape in weights]).eval(), ex, dims, path)
 
 
 # %% ../nbs/19_engine.ipynb #e0000030b
-class _Recorded(MKLPackedWeights):
-    # packed once for every program and for the uncompiled parts alike
-    "A program's MKL-packed weights, kept in `MKLPackedWeights.of(model)`; `keys` in the order the program uses them."
-    def __init__(self, shared: MKLPackedWeights):
-        super().__init__()
-        self.shared, self.keys = shared, []
-
-    def get(self, key: object, default: object = None) -> object:
-        "The shared store's copy, noting the key."
-        self.keys.append(key)
-        return self.shared.get(key, default)
-
-    def __setitem__(self, key: object, value: object):
-        self.shared[key] = value
-
-
 class EncoderProgram(nn.Module):
     # what is compiled of the encoder: one group of sentences of like length
     "`encode(model, src, mask)` on plain tensors, the products by MKL-packed weights given as inputs (or none)."
@@ -792,22 +809,15 @@ class FirstProgram(EncoderProgram):
 
 # what else is compiled beside the steps, by name
 PROGRAMS = {"encoder": EncoderProgram, "first position": FirstProgram}
-_PROGRAM_WEIGHTS = weakref.WeakKeyDictionary()   # model -> (its parameters' stamp, {name: [(packed, shape), ...]})
 
 
 def program_weights(model: Transformer, name: str) -> list[tuple[Tensor, tuple[int, int]]]:
-    # recorded on the program's example inputs; kept while the weights are unchanged
+    # recorded on the program's example inputs
     "The MKL-packed weights the program `name` multiplies by, in order, with their shapes."
-    stamp, kept = parameters_stamp(model), _PROGRAM_WEIGHTS.get(model)
-    if kept is None or kept[0] != stamp:
-        kept = _PROGRAM_WEIGHTS[model] = (stamp, {})
-    if name not in kept[1]:
-        shared = MKLPackedWeights.of(model)
-        recorded, program = _Recorded(shared), PROGRAMS[name](model)
-        with torch.no_grad():
-            program.compute(*program.example()[0], recorded)
-        kept[1][name] = [shared[key] for key in recorded.keys]
-    return kept[1][name]
+    def run(store: PackedWeights):
+        program = PROGRAMS[name](model)
+        program.compute(*program.example()[0], store)
+    return recorded_weights(model, name, run)
 
 
 def compile_program(model: Transformer, name: str, path: Path, mkl: bool = False):
@@ -815,11 +825,7 @@ def compile_program(model: Transformer, name: str, path: Path, mkl: bool = False
     weights = program_weights(model, name) if mkl else []
     program = PROGRAMS[name](model, [shape for _, shape in weights]).eval()
     ex, dims = program.example()
-    ex, dims = ex + ([p for p, _ in weights],), dims + ([None] * len(weights),)
-    with torch.no_grad(), torch._inductor.config.patch(freezing=True):
-        exported = torch.export.export(program, ex, dynamic_shapes=dims, strict=False,
-                                       prefer_deferred_runtime_asserts_over_guards=True)
-        torch._inductor.aoti_compile_and_package(exported, package_path=str(path))
+    export_and_compile(program, ex + ([p for p, _ in weights],), dims + ([None] * len(weights),), path)
 
 
 # %% ../nbs/19_engine.ipynb #e0000032
@@ -932,7 +938,7 @@ def load_or_compile_step(model: Transformer, k: int | str, path: Path, compile: 
         if isinstance(k, str):                                        # a program: the packed weights last, all outputs
             packed = [p for p, _ in program_weights(model, k)] if mkl else []
             return lambda *inputs: loader.boxed_run(flat(inputs) + packed)
-        packed = [p for p, _ in step_weights(model).values()] if mkl else []    # given after the encoder's values
+        packed = [p for p, _ in step_weights(model)] if mkl else []    # given after the encoder's values
         return lambda *inputs: loader.boxed_run(flat(inputs[:7]) + packed + flat(inputs[7:]))[0]
     # no C++ compiler, an unreadable cache, a model variant, ...
     except Exception as e:
@@ -1046,7 +1052,7 @@ class CompiledDecoder(EngineDecoder):
 
     def step(self, y: Tensor) -> Tensor:
         if len(self.cache) == 0 and self.first is not None and y.size(1) == 1 and not torch.is_grad_enabled():
-            if self.k == 1 or torch.equal(y, y[::self.k].repeat_interleave(self.k, 0)):   # beams start alike
+            if self.k == 1 or self.alike(y):
                 return self.first_step(y)
         if not self.compiles(y):
             return super().step(y)
