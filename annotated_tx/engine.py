@@ -26,7 +26,7 @@ from .runtime import say
 __all__ = ['PLAIN_ATTENTION', 'MKL_SOURCE', 'PROGRAMS', 'STEP_CACHE_MB', 'STEP_CACHE_ENV', 'packs', 'parameters_stamp',
            'PackedWeights', 'linear', 'project', 'stacked_qkv', 'computes_as', 'self_attention_step',
            'cross_attention_step', 'feed_forward', 'engine_runs', 'encode', 'self_attention', 'decode_step',
-           'log_probs', 'BufferedKVCache', 'SharedSourceCache', 'block_top_k', 'source_mask', 'cross_kv',
+           'log_probs', 'BufferedKVCache', 'SharedSourceCache', 'block_top_k', 'source_mask', 'unpadded', 'cross_kv',
            'EngineDecoder', 'Int8Weights', 'Int8Decoder', 'mkl_ops', 'MKLPackedWeights', 'InOrder', 'DecodingStep',
            'recorded_weights', 'step_weights', 'remember_file', 'step_key', 'export_and_compile', 'compile_step',
            'EncoderProgram', 'FirstProgram', 'program_weights', 'compile_program', 'steps_dir', 'step_cache_bytes',
@@ -340,6 +340,12 @@ def source_mask(model: Transformer, src: Tensor) -> Tensor | None:
     "`model.src_mask(src)`; on a CPU None when nothing is padded, so that the fused kernels skip masking."
     mask = model.src_mask(src)
     return None if src.device.type == "cpu" and bool(mask.all()) else mask
+
+
+def unpadded(B: int, S: int) -> Tensor:
+    # what compiled code is given where `source_mask` says None: one program for padded and unpadded batches
+    "The padding mask of B sources of S tokens, none padded: all True, `[B, 1, 1, S]`."
+    return torch.ones(B, 1, 1, S, dtype=torch.bool)
 
 
 def cross_kv(attn: MultiHeadAttention, memory: Tensor, store: PackedWeights | None = None) -> tuple[Tensor, Tensor]:
@@ -679,7 +685,7 @@ def step_weights(model: Transformer) -> list[tuple[Tensor, tuple[int, int]]]:
     att, L = model.decoder.layers[0].self_attn, len(model.decoder.layers)
     buffers = lambda d: [torch.zeros(1, att.n_heads, 4, d) for _ in range(L)]
     return recorded_weights(model, "step", lambda store: DecodingStep(model).compute(
-        torch.zeros(1, 1, dtype=torch.long), torch.ones(1, 1, 1, 4, dtype=torch.bool), torch.empty(4),
+        torch.zeros(1, 1, dtype=torch.long), unpadded(1, 4), torch.empty(4),
         buffers(att.d_k), buffers(att.d_v), buffers(att.d_k), buffers(att.d_v), None, store))
 
 
@@ -748,7 +754,7 @@ def compile_step(model: Transformer, k: int, path: Path, mkl: bool = False):
     rows, pos = (b if k == 1 else k * b), Dim("position", min=3, max=model.config.max_len + 1)
     # beams' buffers keep the rows of finished sentences
     n, buffer_rows = (k * B, rows) if k == 1 else (k * B + 2, Dim.AUTO)
-    ex = (torch.zeros(k * B, 1, dtype=torch.long), torch.ones(B, 1, 1, S, dtype=torch.bool), torch.empty(t + 2),
+    ex = (torch.zeros(k * B, 1, dtype=torch.long), unpadded(B, S), torch.empty(t + 2),
           buffers(n, att.n_heads, T, att.d_k), buffers(n, att.n_heads, T, att.d_v),
           buffers(B, att.n_heads, S, att.d_k), buffers(B, att.n_heads, S, att.d_v))
     dims = ({0: rows}, {0: b, 3: s}, {0: pos}, [{0: buffer_rows, 2: room}] * L, [{0: buffer_rows, 2: room}] * L,
@@ -780,7 +786,7 @@ class EncoderProgram(nn.Module):
         "Example inputs, and which of their sizes are dynamic (`torch.export`)."
         from torch.export import Dim
         b, s, (B, S) = Dim("sentences", min=1), Dim("source", min=2, max=self.model.config.max_len), (3, 7)
-        return ((torch.full((B, S), self.model.config.eos_id), torch.ones(B, 1, 1, S, dtype=torch.bool)),
+        return ((torch.full((B, S), self.model.config.eos_id), unpadded(B, S)),
                 ({0: b, 1: s}, {0: b, 3: s}))
 
 
@@ -803,7 +809,7 @@ class FirstProgram(EncoderProgram):
         from torch.export import Dim
         c = self.model.config
         b, s, (B, S) = Dim("sentences", min=1), Dim("source", min=2, max=c.max_len), (3, 7)
-        return ((torch.full((B, 1), c.bos_id), torch.ones(B, 1, 1, S, dtype=torch.bool), torch.zeros(B, S, c.d_model)),
+        return ((torch.full((B, 1), c.bos_id), unpadded(B, S), torch.zeros(B, S, c.d_model)),
                 ({0: b}, {0: b, 3: s}, {0: b, 1: s}))
 
 
@@ -1032,8 +1038,7 @@ class CompiledDecoder(EngineDecoder):
     def encode_group(self, src: Tensor, mask: Tensor | None) -> Tensor:
         if self.encoder is None or src.size(1) < 2:
             return super().encode_group(src, mask)
-        if mask is None:                                              # one compiled encoder, padded or not
-            mask = torch.ones(src.size(0), 1, 1, src.size(1), dtype=torch.bool)
+        mask = unpadded(*src.shape) if mask is None else mask
         return self.encoder(src.contiguous(), mask.contiguous())[0]
 
     def first_step(self, y: Tensor) -> Tensor:
@@ -1041,8 +1046,9 @@ class CompiledDecoder(EngineDecoder):
         "The first position by its compiled program, the caches filled as `EngineDecoder.step` fills them."
         k, (B, S, _) = self.k, self.memory.shape
         self.shared = k > 1                                           # `step` found the k beams alike
-        mask = torch.ones(B, 1, 1, S, dtype=torch.bool) if self.mask is None else self.mask
-        out = self.first(y[::k].contiguous(), mask.contiguous(), self.memory.contiguous())
+        if self.mask is None:                                         # as `step` gives it
+            self.mask = unpadded(B, S)
+        out = self.first(y[::k].contiguous(), self.mask.contiguous(), self.memory.contiguous())
         L = len(self.model.decoder.layers)
         logp, ks, vs, cross = out[0], out[1:1 + L], out[1 + L:1 + 2 * L], out[1 + 2 * L:]
         self.cache.cross, self.memory = list(zip(cross[:L], cross[L:])), None
@@ -1059,9 +1065,8 @@ class CompiledDecoder(EngineDecoder):
         t, kv, (B, _, S, _) = len(self.cache), self.cache.kv, self.cache.cross[0][0].shape
         if kv.room() <= t + 1:                                        # room for the new position and one more
             kv.grow(t + 2)
-        # one compiled step for padded and unpadded batches
         if self.mask is None:
-            self.mask = torch.ones(B, 1, 1, S, dtype=torch.bool)
+            self.mask = unpadded(B, S)
         cross_k, cross_v = (list(c) for c in zip(*self.cache.cross))
         rows = [] if self.k == 1 else [kv.rows]
         # the compiled code reads its inputs with the strides it was compiled for, those of contiguous tensors
