@@ -11,8 +11,8 @@ from torch import nn, Tensor
 from .batching import Batch, PAD_ID
 
 # %% auto #0
-__all__ = ['smoothed_targets', 'SmoothedCrossEntropy', 'label_smoothed_loss', 'rate', 'make_optimizer', 'set_lr',
-           'cooldown_scale', 'batch_loss']
+__all__ = ['smoothed_targets', 'rate', 'make_optimizer', 'set_lr', 'cooldown_scale', 'batch_loss', 'SmoothedCrossEntropy',
+           'label_smoothed_loss']
 
 # %% ../nbs/08_optimization.ipynb #02efc8af
 def smoothed_targets(
@@ -28,50 +28,6 @@ def smoothed_targets(
     q[:, pad_id] = 0
     q[target.reshape(-1) == pad_id] = 0
     return q
-
-# %% ../nbs/08_optimization.ipynb #bfcde95f
-class SmoothedCrossEntropy(torch.autograd.Function):
-    "Label-smoothed cross-entropy of logit rows `[N, V]` in closed form, with its gradient p - q written out."
-    @staticmethod
-    def forward(ctx, z: Tensor, target: Tensor, epsilon: float, pad_id: int) -> tuple[Tensor, Tensor]:
-        V, keep = z.size(-1), target != pad_id
-        lse = torch.logsumexp(z, -1)                                   # log p_j = z_j - lse
-        z_y = z.gather(-1, target.unsqueeze(-1)).squeeze(-1)
-        nll = (lse - z_y).masked_fill(~keep, 0.0)
-        loss = nll
-        if epsilon:
-            # Σ log p_j over the V-2 tokens that are not y or PAD
-            others = z.sum(-1) - z[:, pad_id] - z_y - (V - 2) * lse
-            loss = ((1 - epsilon) * nll - epsilon / (V - 2) * others).masked_fill(~keep, 0.0)
-        ctx.save_for_backward(z, target)
-        ctx.epsilon, ctx.pad_id = epsilon, pad_id
-        ctx.mark_non_differentiable(nll)
-        return loss.sum(), nll.sum()
-
-    @staticmethod
-    def backward(ctx, grad: Tensor, _) -> tuple:
-        z, target = ctx.saved_tensors
-        eps, pad = ctx.epsilon, ctx.pad_id
-        u = eps / (z.size(-1) - 2)                                     # q's value on the V-2 other tokens
-        g = z.softmax(-1)                                              # p
-        if eps:
-            g.sub_(u)                                                  # q = u on the others,
-            g[:, pad] += u                                             # 0 on PAD,
-        g.scatter_add_(1, target.unsqueeze(-1), g.new_full((len(target), 1), u - (1 - eps)))   # 1-ε on y
-        g.mul_((grad * (target != pad)).unsqueeze(-1))                 # padded rows: no gradient
-        return g, None, None, None
-
-def label_smoothed_loss(
-    logits: Tensor,  # `[..., V]` unnormalised scores
-    target: Tensor,  # `[...]` correct ids; positions equal to `pad_id` are ignored
-    epsilon: float = 0.1,  # ε_ls (0: plain cross-entropy)
-    pad_id: int = PAD_ID,  # padding id: no mass in the target, and ignored as a target
-) -> tuple[Tensor, Tensor]:
-    "Summed label-smoothed cross-entropy and summed NLL over the non-padding targets (in float32 at least)."
-    V = logits.size(-1)
-    # bf16 logits are scored in float32
-    z = logits.to(torch.promote_types(logits.dtype, torch.float32)).reshape(-1, V)
-    return SmoothedCrossEntropy.apply(z, target.reshape(-1), epsilon, pad_id)
 
 # %% ../nbs/08_optimization.ipynb #7ab17e9e
 def rate(
@@ -123,3 +79,47 @@ def batch_loss(
     # divide by the token count of the whole update
     "Summed label-smoothed loss and summed NLL over the batch's target tokens."
     return label_smoothed_loss(model(batch.src, batch.tgt_in), batch.tgt_out, epsilon, batch.pad_id)
+
+# %% ../nbs/08_optimization.ipynb #bfcde95f
+class SmoothedCrossEntropy(torch.autograd.Function):
+    "Label-smoothed cross-entropy of logit rows `[N, V]` in closed form, with its gradient p - q written out."
+    @staticmethod
+    def forward(ctx, z: Tensor, target: Tensor, epsilon: float, pad_id: int) -> tuple[Tensor, Tensor]:
+        V, keep = z.size(-1), target != pad_id
+        lse = torch.logsumexp(z, -1)                                   # log p_j = z_j - lse
+        z_y = z.gather(-1, target.unsqueeze(-1)).squeeze(-1)
+        nll = (lse - z_y).masked_fill(~keep, 0.0)
+        loss = nll
+        if epsilon:
+            # Σ log p_j over the V-2 tokens that are not y or PAD
+            others = z.sum(-1) - z[:, pad_id] - z_y - (V - 2) * lse
+            loss = ((1 - epsilon) * nll - epsilon / (V - 2) * others).masked_fill(~keep, 0.0)
+        ctx.save_for_backward(z, target)
+        ctx.epsilon, ctx.pad_id = epsilon, pad_id
+        ctx.mark_non_differentiable(nll)
+        return loss.sum(), nll.sum()
+
+    @staticmethod
+    def backward(ctx, grad: Tensor, _) -> tuple:
+        z, target = ctx.saved_tensors
+        eps, pad = ctx.epsilon, ctx.pad_id
+        u = eps / (z.size(-1) - 2)                                     # q's value on the V-2 other tokens
+        g = z.softmax(-1)                                              # p
+        if eps:
+            g.sub_(u)                                                  # q = u on the others,
+            g[:, pad] += u                                             # 0 on PAD,
+        g.scatter_add_(1, target.unsqueeze(-1), g.new_full((len(target), 1), u - (1 - eps)))   # 1-ε on y
+        g.mul_((grad * (target != pad)).unsqueeze(-1))                 # padded rows: no gradient
+        return g, None, None, None
+
+def label_smoothed_loss(
+    logits: Tensor,  # `[..., V]` unnormalised scores
+    target: Tensor,  # `[...]` correct ids; positions equal to `pad_id` are ignored
+    epsilon: float = 0.1,  # ε_ls (0: plain cross-entropy)
+    pad_id: int = PAD_ID,  # padding id: no mass in the target, and ignored as a target
+) -> tuple[Tensor, Tensor]:
+    "Summed label-smoothed cross-entropy and summed NLL over the non-padding targets (in float32 at least)."
+    V = logits.size(-1)
+    # bf16 logits are scored in float32
+    z = logits.to(torch.promote_types(logits.dtype, torch.float32)).reshape(-1, V)
+    return SmoothedCrossEntropy.apply(z, target.reshape(-1), epsilon, pad_id)
