@@ -13,6 +13,9 @@ and for developers:
     python tasks.py readme         write README.md from nbs/index.ipynb
     python tasks.py site           build the book as an offline static site in _site/ (tools/site/README.md)
     python tasks.py site-test      build it and check every page in headless Chromium (ends "N passed, M failed")
+    python tasks.py stamp NOTEBOOK ...
+                                   record what the slow, cuda and network cells' stored outputs were made from
+                                   (nbs/kept/outputs.json; chapter 91 checks it): run after re-running such a cell
 
 torch is installed first and on its own, so that no later step pulls a different build: `torch==2.13.0`
 by default (the local CPU build on the project's machines; PyPI's CUDA build on a Linux machine with a
@@ -155,6 +158,47 @@ def site(args: list[str], check: bool = False) -> int:
                           cwd=ROOT, env=data_env()).returncode
 
 
+STAMPS = ROOT / "nbs" / "kept" / "outputs.json"
+FLAGGED = re.compile(r"^\s*#\|\s*(?:slow|cuda|network)\b", re.M)
+KEPT_NAMED = re.compile(r"""["'](kept/[\w./-]*\w)["']""")
+
+
+def _source(cell: dict) -> str: return cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+
+
+def digest(data) -> str:
+    "A short sha256 of bytes, or of a JSON value written with sorted keys."
+    return hashlib.sha256(data if isinstance(data, bytes) else json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def kept_files(code: str, root: Path) -> list[Path]:
+    "The kept files a cell names in a string literal (a folder stands for every file under it); `root` is nbs/."
+    found = []
+    for name in KEPT_NAMED.findall(code):
+        p = root / name
+        found += sorted(f for f in p.rglob("*") if f.is_file()) if p.is_dir() else [p] if p.is_file() else []
+    return found
+
+
+def stamp_of(cell: dict, root: Path) -> dict:
+    "What a flagged cell's stored output was made from: its source, its outputs, the kept files it names."
+    return {"source": digest(_source(cell)), "outputs": digest(cell.get("outputs", [])),
+            "reads": {f.relative_to(root).as_posix(): digest(f.read_bytes()) for f in kept_files(_source(cell), root)}}
+
+
+def stamp(names: list[str]) -> int:
+    "Stamp every slow, cuda and network cell of the notebooks named, after their outputs were re-made."
+    if not names: print("tasks.py stamp: name the notebooks whose flagged cells you re-ran"); return 2
+    stamps = json.loads(STAMPS.read_text()) if STAMPS.exists() else {}
+    for nb in notebooks(names):
+        cells = [c for c in json.loads(nb.read_text())["cells"] if c["cell_type"] == "code" and FLAGGED.search(_source(c))]
+        stamps[nb.stem] = {c["id"]: stamp_of(c, nb.parent) for c in cells}
+        if not cells: del stamps[nb.stem]
+        print(f"{nb.name}: {len(cells)} flagged cells stamped")
+    STAMPS.write_text(json.dumps(dict(sorted(stamps.items())), indent=1) + "\n")
+    return 0
+
+
 def train(args: list[str]) -> int:
     setup(dev=False)
     return subprocess.run([str(BIN / "annotated-tx"), "train", *args], cwd=ROOT, env=data_env()).returncode
@@ -171,6 +215,7 @@ def main(argv: list[str]) -> int:
     if cmd == "lint": return lint()
     if cmd == "site": return site(rest)
     if cmd == "site-test": return site(rest, check=True)
+    if cmd == "stamp": return stamp(rest)
     if cmd == "test":
         flags, jobs, names = "", 1, []
         it = iter(rest)

@@ -180,11 +180,34 @@ def dirs_value(src: str, key: str) -> str | None:
 
 
 # ----------------------------------------------------------------------------------- 3. notebook processing
+APPENDIX = re.compile(r"^(00|9\d)_")   # the runtime appendix (00) and the appendices 90-99
+
+
+def learners_path(index: Path) -> list[str]:
+    "The notebooks of the index's numbered list under 'The learner's path', in its order."
+    text = "\n".join("".join(c["source"]) for c in json.loads(index.read_text())["cells"] if c["cell_type"] == "markdown")
+    m = re.search(r"learner's path[^\n]*\n\s*((?:\d+\.\s[^\n]*(?:\n|$))+)", text, flags=re.I)
+    if not m: raise BuildError(f"{index}: no numbered list after 'The learner's path' (the sidebar's reading order)")
+    return re.findall(r"^\d+\.\s[^\n]*?\]\((\d\d_[\w-]+)\.ipynb", m.group(1), flags=re.M)
+
+
 def chapters(nbs: Path) -> list[Path]:
-    "The book's notebooks in reading order: index first, then by file name (files starting with _ are skipped)."
+    """The book's notebooks in reading order: the index, the learner's path as the index lists it, the other chapters by
+    file name, then the appendices (00, 90-99). Files starting with _ are skipped."""
     found = sorted(p for p in nbs.glob("*.ipynb") if not p.name.startswith(("_", ".")))
     if not any(p.name == "index.ipynb" for p in found): raise BuildError(f"{nbs}/index.ipynb is missing")
-    return sorted(found, key=lambda p: (p.name != "index.ipynb", p.name))
+    path = learners_path(nbs / "index.ipynb")
+    def rank(p: Path) -> tuple:
+        if p.name == "index.ipynb": return (0, 0, p.name)
+        if p.stem in path: return (1, path.index(p.stem), p.name)
+        return (3 if APPENDIX.match(p.name) else 2, 0, p.name)
+    return sorted(found, key=rank)
+
+
+def part(p: Path, nbs: Path) -> str:
+    "The sidebar caption a chapter is listed under."
+    if p.stem in learners_path(nbs / "index.ipynb"): return "The learner's path"
+    return "Appendices" if APPENDIX.match(p.name) else "More chapters"
 
 
 def _only_imports(src: str) -> bool:
@@ -495,9 +518,11 @@ def build(out: Path, nbs: Path, fixtures: bool, jobs: str) -> int:
                     and not any(part.startswith((".", "_")) or part == "runs" for part in rel.parts):
                 (src_dir / rel).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(f, src_dir / rel)
         (src_dir / "api.md").write_text(api_page(pages, d))
-        toc = ["", "```{toctree}", ":hidden:", ":caption: Chapters", ""]
-        toc += [p.name for p in pages[1:] if p.src.parent != HERE / "fixtures"]
-        toc += ["```", "", "```{toctree}", ":hidden:", ":caption: Reference", "", "api", "```", ""]
+        toc = []
+        for caption in ("The learner's path", "More chapters", "Appendices"):
+            names = [p.name for p in pages[1:] if p.src.parent != HERE / "fixtures" and part(p.src, nbs) == caption]
+            if names: toc += ["", "```{toctree}", ":hidden:", f":caption: {caption}", "", *names, "```"]
+        toc += ["", "```{toctree}", ":hidden:", ":caption: Reference", "", "api", "```", ""]
         index = json.loads((src_dir / "index.ipynb").read_text())
         index["cells"].append({"cell_type": "markdown", "metadata": {}, "source": "\n".join(toc)})
         (src_dir / "index.ipynb").write_text(json.dumps(index, indent=1))
