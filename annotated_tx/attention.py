@@ -13,8 +13,8 @@ from torch import nn, Tensor
 
 
 # %% auto #0
-__all__ = ['subsequent_mask', 'causal_mask', 'padding_mask', 'attention', 'fast_attention', 'alibi_bias', 'MultiHeadAttention',
-           'attention_figure', 'KVCache', 'attention_chart']
+__all__ = ['subsequent_mask', 'causal_mask', 'padding_mask', 'attention', 'MultiHeadAttention', 'attention_figure',
+           'attention_chart', 'fast_attention', 'alibi_bias', 'KVCache']
 
 # %% ../nbs/01_attention.ipynb #fa35f1db
 def subsequent_mask(
@@ -61,44 +61,6 @@ def attention(
     weights = scores.softmax(-1)
     if dropout > 0: weights = F.dropout(weights, dropout)
     return weights @ v, weights
-
-# %% ../nbs/01_attention.ipynb #e4695c98
-def fast_attention(
-    q: Tensor,  # queries `[..., L_q, d_k]`
-    k: Tensor,  # keys `[..., L_k, d_k]`
-    v: Tensor,  # values `[..., L_k, d_v]`
-    mask: Tensor | None = None,  # boolean, broadcastable to `[..., L_q, L_k]`; True = may attend
-    causal: bool = False,  # also apply the subsequent (causal) mask
-    dropout: float = 0.0,  # dropout on the attention weights (training only)
-    bias: Tensor | None = None,  # float, broadcastable to `[..., L_q, L_k]`, added to the scaled scores (ALiBi)
-) -> Tensor:
-    "Eq. (1) through `F.scaled_dot_product_attention` (fused kernels on CPU and CUDA); no weights returned."
-    # one new query (a cache) may attend to every key: no mask, so SDPA can pick a fused kernel
-    if causal and q.size(-2) == 1: causal = False
-    if bias is not None:  # one float mask: the bias where attending is allowed, -inf elsewhere
-        bias = bias.to(q.dtype)
-        if causal: bias = torch.where(causal_mask(q.size(-2), k.size(-2), q.device), bias, float("-inf"))
-        if mask is not None: bias = torch.where(mask, bias, float("-inf"))
-        mask, causal = bias, False
-    if causal and mask is not None:  # SDPA takes one or the other: fold the causal mask into `mask`
-        mask = mask & causal_mask(q.size(-2), k.size(-2), q.device)
-        causal = False
-    if causal and q.size(-2) != k.size(-2):  # SDPA aligns its causal mask top-left; ours is bottom-right
-        mask, causal = causal_mask(q.size(-2), k.size(-2), q.device), False
-    # under torch.compile `causal` can be a symbolic comparison of sizes; `if` makes it the bool SDPA requires
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout,
-                                          is_causal=True if causal else False)
-
-# %% ../nbs/01_attention.ipynb #c41dcddd
-def alibi_bias(
-    slopes: Tensor,  # `[h]`, one slope per head
-    n_q: int,  # number of queries: the last n_q of the n_k positions (a cache's new positions)
-    n_k: int,  # number of keys
-) -> Tensor:
-    "ALiBi's additive bias `[h, n_q, n_k]`: -slope_h·|i - j|, the queries aligned to the last n_q key positions."
-    i = torch.arange(n_k - n_q, n_k, device=slopes.device)
-    j = torch.arange(n_k, device=slopes.device)
-    return -slopes[:, None, None] * (i[:, None] - j[None, :]).abs().to(slopes.dtype)
 
 # %% ../nbs/01_attention.ipynb #36f2c76b
 class MultiHeadAttention(nn.Module):
@@ -209,28 +171,6 @@ def attention_figure(
     for ax in axes: ax.axis("off")
     return axes
 
-# %% ../nbs/01_attention.ipynb #d0d94c19
-class KVCache:
-    "Self-attention keys and values of the positions seen so far: one pair of tensors `[rows, h, t, d]` per layer."
-    def __init__(self, n_layers: int = 1):  # layers that share the cache, each with its own keys and values
-        self.k, self.v = [None] * n_layers, [None] * n_layers
-
-    def length(self, layer: int = 0) -> int:
-        "Positions cached for `layer`."
-        return 0 if self.k[layer] is None else self.k[layer].size(2)
-
-    def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        "Add `k`, `v` `[rows, h, n, d]` after the layer's cached positions; return all its keys and values so far."
-        if self.k[layer] is not None: k, v = torch.cat([self.k[layer], k], 2), torch.cat([self.v[layer], v], 2)
-        self.k[layer], self.v[layer] = k, v
-        return k, v
-
-    def reorder(self, rows: Tensor):  # new row r continues old row rows[r] (beams; fewer rows when sentences finish)
-        "Reorder the rows of every layer: each row copied."
-        self.k = [None if t is None else t.index_select(0, rows) for t in self.k]
-        self.v = [None if t is None else t.index_select(0, rows) for t in self.v]
-
-
 # %% ../nbs/01_attention.ipynb #ac805725
 def attention_chart(
     weights: Tensor,  # `[layers, heads, L_q, L_k]` (or `[heads, L_q, L_k]`, or `[L_q, L_k]`)
@@ -263,3 +203,63 @@ def attention_chart(
                     tooltip=["query:N", "key:N", "weight:Q", "layer:O", "head:O"])
             .add_params(layer, head).transform_filter((alt.datum.layer == layer) & (alt.datum.head == head))
             .properties(width=size, height=size))
+
+# %% ../nbs/01_attention.ipynb #e4695c98
+def fast_attention(
+    q: Tensor,  # queries `[..., L_q, d_k]`
+    k: Tensor,  # keys `[..., L_k, d_k]`
+    v: Tensor,  # values `[..., L_k, d_v]`
+    mask: Tensor | None = None,  # boolean, broadcastable to `[..., L_q, L_k]`; True = may attend
+    causal: bool = False,  # also apply the subsequent (causal) mask
+    dropout: float = 0.0,  # dropout on the attention weights (training only)
+    bias: Tensor | None = None,  # float, broadcastable to `[..., L_q, L_k]`, added to the scaled scores (ALiBi)
+) -> Tensor:
+    "Eq. (1) through `F.scaled_dot_product_attention` (fused kernels on CPU and CUDA); no weights returned."
+    # one new query (a cache) may attend to every key: no mask, so SDPA can pick a fused kernel
+    if causal and q.size(-2) == 1: causal = False
+    if bias is not None:  # one float mask: the bias where attending is allowed, -inf elsewhere
+        bias = bias.to(q.dtype)
+        if causal: bias = torch.where(causal_mask(q.size(-2), k.size(-2), q.device), bias, float("-inf"))
+        if mask is not None: bias = torch.where(mask, bias, float("-inf"))
+        mask, causal = bias, False
+    if causal and mask is not None:  # SDPA takes one or the other: fold the causal mask into `mask`
+        mask = mask & causal_mask(q.size(-2), k.size(-2), q.device)
+        causal = False
+    if causal and q.size(-2) != k.size(-2):  # SDPA aligns its causal mask top-left; ours is bottom-right
+        mask, causal = causal_mask(q.size(-2), k.size(-2), q.device), False
+    # under torch.compile `causal` can be a symbolic comparison of sizes; `if` makes it the bool SDPA requires
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout,
+                                          is_causal=True if causal else False)
+
+# %% ../nbs/01_attention.ipynb #c41dcddd
+def alibi_bias(
+    slopes: Tensor,  # `[h]`, one slope per head
+    n_q: int,  # number of queries: the last n_q of the n_k positions (a cache's new positions)
+    n_k: int,  # number of keys
+) -> Tensor:
+    "ALiBi's additive bias `[h, n_q, n_k]`: -slope_h·|i - j|, the queries aligned to the last n_q key positions."
+    i = torch.arange(n_k - n_q, n_k, device=slopes.device)
+    j = torch.arange(n_k, device=slopes.device)
+    return -slopes[:, None, None] * (i[:, None] - j[None, :]).abs().to(slopes.dtype)
+
+# %% ../nbs/01_attention.ipynb #d0d94c19
+class KVCache:
+    "Self-attention keys and values of the positions seen so far: one pair of tensors `[rows, h, t, d]` per layer."
+    def __init__(self, n_layers: int = 1):  # layers that share the cache, each with its own keys and values
+        self.k, self.v = [None] * n_layers, [None] * n_layers
+
+    def length(self, layer: int = 0) -> int:
+        "Positions cached for `layer`."
+        return 0 if self.k[layer] is None else self.k[layer].size(2)
+
+    def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        "Add `k`, `v` `[rows, h, n, d]` after the layer's cached positions; return all its keys and values so far."
+        if self.k[layer] is not None: k, v = torch.cat([self.k[layer], k], 2), torch.cat([self.v[layer], v], 2)
+        self.k[layer], self.v[layer] = k, v
+        return k, v
+
+    def reorder(self, rows: Tensor):  # new row r continues old row rows[r] (beams; fewer rows when sentences finish)
+        "Reorder the rows of every layer: each row copied."
+        self.k = [None if t is None else t.index_select(0, rows) for t in self.k]
+        self.v = [None if t is None else t.index_select(0, rows) for t in self.v]
+
