@@ -118,6 +118,7 @@ def train_copy(
     (out / "results.json").write_text(json.dumps(results, indent=1))
     return {**results, "history": hist}
 
+# %% ../nbs/11_copy_task.ipynb #c0515e77
 # what `annotated-tx train --preset copy` takes from `--set` (as a recipe spells it): `train_copy`'s argument for each
 COPY_SETTINGS = {
     "train.max_minutes": "minutes", "train.max_updates": "max_updates", "train.seed": "seed", "train.device": "device"}
