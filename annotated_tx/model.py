@@ -20,7 +20,8 @@ __all__ = ['EMB_INITS', 'CONFIGS', 'Config', 'TransformerConfig', 'get_config', 
            'EncoderLayer', 'Encoder', 'DecoderLayer', 'DecoderCache', 'Decoder', 'ModelBase', 'Transformer',
            'count_parameters', 'architecture_figure', 'save_model', 'read_model_header', 'load_model', 'evaluating']
 
-# %% ../nbs/03_model.ipynb #03aa23dd
+# %% ../nbs/03_model.ipynb #03cf0000
+# shown and explained under 'Under the hood' at the end of the chapter: TransformerConfig needs them first
 class Config:
     "A dataclass mixin: `to_dict`, a strict `from_dict` that names any unknown key, and `from_settings` for `--set`."
     def to_dict(self) -> dict: return asdict(self)
@@ -52,6 +53,23 @@ class Config:
 
 EMB_INITS = ("normal", "xavier")   # how `ModelBase.init_weights` draws the token embeddings
 
+def _check_config(c: TransformerConfig) -> None:
+    "Refuse a configuration the model cannot build, naming the field and its value."
+    if c.share_embeddings and c.src_vocab_size != c.tgt_vocab_size:
+        raise ValueError(f"share_embeddings needs one vocabulary, got src_vocab_size={c.src_vocab_size} "
+                         f"and tgt_vocab_size={c.tgt_vocab_size}")
+    if c.activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {c.activation!r}")
+    if c.emb_init not in EMB_INITS:
+        raise ValueError(f"emb_init must be one of {tuple(EMB_INITS)}, got {c.emb_init!r}")
+    for name in ("dropout", "attn_dropout", "ffn_dropout", "enc_layerdrop", "dec_layerdrop"):
+        if not 0 <= (p := getattr(c, name)) < 1: raise ValueError(f"{name} must be in [0, 1), got {p!r}")
+    if c.positional not in POSITIONAL:
+        raise ValueError(f"positional must be one of {tuple(POSITIONAL)}, got {c.positional!r}")
+    if problem := POSITIONAL[c.positional].problem(c.head_dim):
+        raise ValueError(f"positional={c.positional!r}: {problem}")
+
+# %% ../nbs/03_model.ipynb #03aa23dd
 @dataclass
 class TransformerConfig(Config):
     "Sizes and switches of the model; the defaults are the paper's base model (Table 3, first row)."
@@ -92,20 +110,7 @@ class TransformerConfig(Config):
         "Value size per head: `d_v`, or d_model / h."
         return self.d_v or self.d_model // self.n_heads
 
-    def __post_init__(self):
-        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
-            raise ValueError(f"share_embeddings needs one vocabulary, got src_vocab_size={self.src_vocab_size} "
-                             f"and tgt_vocab_size={self.tgt_vocab_size}")
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}")
-        if self.emb_init not in EMB_INITS:
-            raise ValueError(f"emb_init must be one of {tuple(EMB_INITS)}, got {self.emb_init!r}")
-        for name in ("dropout", "attn_dropout", "ffn_dropout", "enc_layerdrop", "dec_layerdrop"):
-            if not 0 <= (p := getattr(self, name)) < 1: raise ValueError(f"{name} must be in [0, 1), got {p!r}")
-        if self.positional not in POSITIONAL:
-            raise ValueError(f"positional must be one of {tuple(POSITIONAL)}, got {self.positional!r}")
-        if problem := POSITIONAL[self.positional].problem(self.head_dim):
-            raise ValueError(f"positional={self.positional!r}: {problem}")
+    def __post_init__(self): _check_config(self)   # refuse what the model cannot build
 
 # %% ../nbs/03_model.ipynb #ddfa0f37
 CONFIGS = {
