@@ -130,13 +130,12 @@ def get_config(
 
 # %% ../nbs/03_model.ipynb #248a730c
 def position_module(c: TransformerConfig) -> nn.Module:
-    "What adds positions to the embedded tokens under `c.positional` (the layers chapter's table `POSITIONAL`)."
+    "What adds positions to the embedded tokens under `c.positional` (the table `POSITIONAL` of annotated_tx.layers)."
     return POSITIONAL[c.positional].embed(c.d_model, c.max_len)
 
 def self_attention(c: TransformerConfig) -> MultiHeadAttention:
     "A self-attention layer for config `c`, of the class its positional scheme takes (RoPE's, ALiBi's: subclasses)."
     return POSITIONAL[c.positional].attention(c.d_model, c.n_heads, c.attn_dropout, c.d_k, c.d_v, c.max_len)
-
 
 # %% ../nbs/03_model.ipynb #b41cf2ee
 class Residual(nn.Module):
