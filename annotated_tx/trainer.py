@@ -247,9 +247,9 @@ def budget_used(
 
 def progress_bar(
     cfg: TrainConfig,  # the budget, and whether to show the bar at all (`progress`)
-    step: int = 0,  # updates done before this session (a resumed run)
-    seconds: float = 0.0,  # training seconds spent before this session
-    epochs: float | None = None,  # epochs done before this session (None: unknown)
+    step: int = 0,  # updates done before this start (a resumed run)
+    seconds: float = 0.0,  # training seconds spent before this start
+    epochs: float | None = None,  # epochs done before this start (None: unknown)
     disable: bool = False,  # hide it (e.g. on every process but rank 0)
     precision: str = "float32",  # what the run computes in (`str` of `choose_precision`'s answer), shown first
 ) -> tqdm:
@@ -286,7 +286,7 @@ def validation_line(
 # %% ../nbs/09_trainer.ipynb #64453005
 @dataclass
 class _Session:
-    "One training session of a run: what it trains, where the run stands, and what it writes (rank 0)."
+    "One start of a run, fresh or resumed: what it trains, where the run stands, and what it writes (rank 0)."
     model: nn.Module  # the plain model, on its device
     optimizer: torch.optim.Optimizer  # its Adam
     cfg: TrainConfig  # the loop's settings
@@ -297,15 +297,15 @@ class _Session:
     d_model: int  # d_model of eq. (3)
     precision: Precision  # what it computes in, and why (`choose_precision`)
     scaler: torch.amp.GradScaler | None  # float16's gradient scaler (None: float32 or bf16)
-    step: int = 0  # updates done, earlier sessions included
+    step: int = 0  # updates done, earlier starts included
     epoch: int = 0  # the current epoch
     done: int = 0  # batches of the current epoch done
-    seconds: float = 0.0  # training seconds, earlier sessions included
+    seconds: float = 0.0  # training seconds, earlier starts included
     saved_at: int = 0  # the update of the latest checkpoint
     saved_seconds: float = 0.0  # the training seconds at the latest checkpoint
     history: dict = field(default_factory=lambda: {"train": [], "val": []})  # the log's records
     log: IO | None = None  # log.jsonl, open for appending (rank 0)
-    skipped: int = 0  # updates skipped on a float16 overflow in this session
+    skipped: int = 0  # updates skipped on a float16 overflow since this start
     dropout: float | None = None  # the P_drop `dropout_by_budget` chose (None: not chosen, the model's)
 
     def resume(self, resume: bool | str | Path) -> Path | None:
@@ -330,7 +330,7 @@ class _Session:
         return start
 
     def open_log(self, opened: ExitStack, resumed: bool) -> None:
-        "rank 0: keep the log up to the update resumed from, add this session to host.json, and open the log."
+        "rank 0: keep the log up to the update resumed from, add this start to host.json, and open the log."
         if self.rank != 0: return
         out, log_path = self.out_dir, self.out_dir / "log.jsonl"
         out.mkdir(parents=True, exist_ok=True)
@@ -342,7 +342,7 @@ class _Session:
         hosts = read_json(out / "host.json") if resumed and (out / "host.json").is_file() else []
         hosts = ([h for h in hosts if h["from_update"] < self.step]
                  + [{"from_update": self.step, **host_info(self.device, self.cfg.amp)}])
-        (out / "host.json").write_text(json.dumps(hosts, indent=1))   # one record per training session
+        (out / "host.json").write_text(json.dumps(hosts, indent=1))   # one record per start of the run
         self.log = opened.enter_context(open(log_path, "a"))
 
     def write(self, rec: dict) -> None:
@@ -453,7 +453,7 @@ def distinct_sizes():
     return fx_config.patch(use_duck_shape=False)     # Dynamo's "duck sizing" would guard that they stay equal
 
 def _train_until_stop(
-    run: _Session,  # the session, where the run stands
+    run: _Session,  # this start of the run, and where it stands
     data: Callable[[int], Iterable[Batch]] | Iterable[Batch],  # as in `train`
     val_data: Iterable[Batch] | None,  # as in `train`
     probe: Callable | None,  # as in `train`
