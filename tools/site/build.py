@@ -204,9 +204,9 @@ def chapters(nbs: Path) -> list[Path]:
     return sorted(found, key=rank)
 
 
-def part(p: Path, nbs: Path) -> str:
-    "The sidebar caption a chapter is listed under."
-    if p.stem in learners_path(nbs / "index.ipynb"): return "The learner's path"
+def part(p: Path, path: list[str]) -> str:
+    "The sidebar caption a chapter is listed under, given the learner's path."
+    if p.stem in path: return "The learner's path"
     return "Appendices" if APPENDIX.match(p.name) else "More chapters"
 
 
@@ -518,9 +518,9 @@ def build(out: Path, nbs: Path, fixtures: bool, jobs: str) -> int:
                     and not any(part.startswith((".", "_")) or part == "runs" for part in rel.parts):
                 (src_dir / rel).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(f, src_dir / rel)
         (src_dir / "api.md").write_text(api_page(pages, d))
-        toc = []
+        toc, path = [], learners_path(nbs / "index.ipynb")
         for caption in ("The learner's path", "More chapters", "Appendices"):
-            names = [p.name for p in pages[1:] if p.src.parent != HERE / "fixtures" and part(p.src, nbs) == caption]
+            names = [p.name for p in pages[1:] if p.src.parent != HERE / "fixtures" and part(p.src, path) == caption]
             if names: toc += ["", "```{toctree}", ":hidden:", f":caption: {caption}", "", *names, "```"]
         toc += ["", "```{toctree}", ":hidden:", ":caption: Reference", "", "api", "```", ""]
         index = json.loads((src_dir / "index.ipynb").read_text())
