@@ -16,9 +16,50 @@ from .runtime import say
 
 
 # %% auto #0
-__all__ = ['CKPT_FORMAT', 'read_json', 'unwrap', 'save_weights', 'save_checkpoint', 'load_checkpoint', 'list_checkpoints',
-           'gather_rng', 'host_rng', 'restore_rng', 'seed_everything', 'RunLocked', 'RunLock', 'average_checkpoints',
-           'average_last']
+__all__ = ['CKPT_FORMAT', 'RunFiles', 'read_json', 'unwrap', 'save_weights', 'save_checkpoint', 'load_checkpoint',
+           'list_checkpoints', 'gather_rng', 'host_rng', 'restore_rng', 'seed_everything', 'RunLocked', 'RunLock',
+           'average_checkpoints', 'average_last']
+
+# %% ../nbs/09_checkpoints.ipynb #c9f1a002
+class RunFiles:
+    "The files of one run directory, named in this one place."
+    def __init__(self, root: str | Path): self.root = Path(root)
+    @classmethod
+    def of(cls, path: str | Path) -> "RunFiles":
+        "The run a path belongs to: the directory itself, or the directory holding a model file."
+        path = Path(path)
+        return cls(path if path.is_dir() else path.parent)
+    @property
+    def recipe(self) -> Path: return self.root / "recipe.json"
+    @property
+    def tokenizer(self) -> Path: return self.root / "tokenizer.model"
+    @property
+    def model(self) -> Path: return self.root / "model.safetensors"
+    @property
+    def averaged(self) -> Path: return self.root / "model_avg.safetensors"
+    @property
+    def log(self) -> Path: return self.root / "log.jsonl"
+    @property
+    def hosts(self) -> Path: return self.root / "host.json"
+    @property
+    def results(self) -> Path: return self.root / "results.json"
+    @property
+    def done(self) -> Path: return self.root / "train_done.json"
+    @property
+    def lock(self) -> Path: return self.root / "run.lock"
+    @property
+    def checkpoints(self) -> Path: return self.root / "checkpoints"
+    def checkpoint(self, step: int) -> Path: return self.checkpoints / f"step-{step:08d}"
+    def translations(self, split: str, which: str, lang: str) -> Path:
+        "A split's translations into `lang` by one of the run's models ('averaged', 'final'), one per line."
+        return self.root / f"{split}.{which}.{lang}"
+
+    def trained_model(self) -> Path:
+        "The model to use: the averaged one if the run has it, else its last weights."
+        for f in (self.averaged, self.model):
+            if f.is_file(): return f
+        raise FileNotFoundError(f"no {self.averaged.name} or {self.model.name} in the directory {self.root}")
+
 
 # %% ../nbs/09_checkpoints.ipynb #8f096f26
 CKPT_FORMAT = "annotated_tx/checkpoint/1"
@@ -112,7 +153,7 @@ def load_checkpoint(
 
 def list_checkpoints(out_dir: str | Path) -> list[Path]:
     "Complete checkpoints under `out_dir/checkpoints`, oldest first."
-    d = Path(out_dir) / "checkpoints"
+    d = RunFiles(out_dir).checkpoints
     if not d.is_dir(): return []
     return sorted(p for p in d.iterdir() if p.is_dir() and re.fullmatch(r"step-\d{8}", p.name))
 
@@ -189,7 +230,7 @@ class RunLock:
     "Exclusive use of a run directory: `run.lock` names the holder; the OS file lock makes it exclusive."
     def __init__(self,
                  out_dir: str | Path):  # the run directory
-        self.path, self._fd = Path(out_dir) / "run.lock", None
+        self.path, self._fd = RunFiles(out_dir).lock, None
 
     def acquire(self) -> "RunLock":
         # a stale lock from this host is taken over, with a note
@@ -270,5 +311,5 @@ def average_last(
 ) -> Path:
     "Average the last `last` checkpoints of a run into one `save_model` file, as §6.1 does."
     ckpts = list_checkpoints(run_dir)
-    if not ckpts: raise FileNotFoundError(f"no checkpoints under {Path(run_dir) / 'checkpoints'}")
-    return average_checkpoints(ckpts[-last:], out or Path(run_dir) / "model_avg.safetensors")
+    if not ckpts: raise FileNotFoundError(f"no checkpoints under {RunFiles(run_dir).checkpoints}")
+    return average_checkpoints(ckpts[-last:], out or RunFiles(run_dir).averaged)

@@ -11,9 +11,9 @@ from pathlib import Path
 import torch
 
 # %% auto #0
-__all__ = ['BF16_MIN_SPEEDUP', 'ONEDNN_CACHE', 'MAPPED_BLOCK', 'say', 'torch_threads', 'dist_env', 'resolve_device', 'Precision',
-           'bf16_speedup', 'choose_precision', 'native_bf16', 'autocast_for', 'cpu_name', 'host_info', 'describe_host',
-           'retain_freed_memory']
+__all__ = ['BF16_MIN_SPEEDUP', 'ONEDNN_CACHE', 'MAPPED_BLOCK', 'say', 'one_line', 'torch_threads', 'dist_env', 'resolve_device',
+           'Precision', 'bf16_speedup', 'choose_precision', 'native_bf16', 'autocast_for', 'cpu_name', 'host_info',
+           'describe_host', 'retain_freed_memory']
 
 # %% ../nbs/00_runtime.ipynb #2a824e6d
 def say(
@@ -21,6 +21,12 @@ def say(
 ) -> None:
     "Tell the user something on stderr, at once; stdout stays for results."
     print(msg, file=sys.stderr, flush=True)
+
+def one_line(e: BaseException) -> str:
+    "An error as one line: a system `OSError` as its reason and file, any other its message with line breaks folded."
+    text = (f"{e.strerror}: {e.filename}" if isinstance(e, OSError) and e.strerror and e.filename
+            else str(e) or type(e).__name__)
+    return " ".join(text.split())
 
 @contextlib.contextmanager
 def torch_threads(n: int | None):
