@@ -7,7 +7,6 @@ Docs: https://annotated-tx.github.io/annotated_tx/speed.html.md"""
 # %% ../nbs/19_speed.ipynb #e5bb50ac
 from __future__ import annotations
 import math, statistics, sys, time
-from pathlib import Path
 from typing import Callable
 import torch
 import torch.nn.functional as F
@@ -18,9 +17,8 @@ from .runtime import torch_threads
 from .batching import Batch, make_batch
 from .optimization import make_optimizer
 from .trainer import TrainConfig, learning_rate, update_step
-from .runtime import resolve_device, native_bf16, retain_freed_memory, host_info, describe_host, say
-from .decoding import DecodeConfig, greedy_decode, beam_search
-from .engine import EngineDecoder
+from .runtime import resolve_device, native_bf16, retain_freed_memory, host_info, describe_host
+from .decoding import DecodeConfig, greedy_decode, beam_search, pick_decoder
 
 # %% auto #0
 __all__ = ['PRECISIONS', 'CONTENDERS', 'timing_host', 'TorchTransformerMT', 'synthetic_batches', 'matmul_shapes', 'train_flops',
@@ -319,7 +317,7 @@ def bench_decode(
     seed: int = 0,  # seed of the weights and the sources
     # keep freed memory for reuse on the CPU, as `annotated-tx translate` does (`load_translator`)
     retain_memory: bool = True,
-    decoders: dict[str, type] | None = None,  # our contenders: name -> decoder class (default: {'ours': EngineDecoder})
+    decoders: dict[str, type] | None = None,  # our contenders: name -> decoder class (default: the engine's)
 ) -> dict[str, list[float]]:
     # prints tokens/s and ratios
     "Time greedy and beam-search decoding, ours, Marian's and CTranslate2's on the same weights, interleaved."
@@ -333,7 +331,7 @@ def bench_decode(
     T = new_tokens
     limits = dict(max_len_a=0, max_len_b=T, min_len=T)                   # exactly T tokens
     contenders = {}
-    for name, dec in (decoders or {"ours": EngineDecoder}).items():
+    for name, dec in (decoders or {"ours": pick_decoder(device, compile=False)}).items():
         contenders[f"{name} greedy"] = lambda dec=dec: greedy_decode(model, src,
                                                                      DecodeConfig(search="greedy", **limits),
                                                                      decoder=dec)[0]

@@ -4,85 +4,17 @@
 
 # %% ../nbs/90_cli.ipynb #d16d6931
 from __future__ import annotations
-import argparse, json, shlex, sys, time, traceback
-from dataclasses import dataclass
+import argparse, json, sys, time
 from pathlib import Path
+from .conventions import EXIT, UsageError, Parser, run_command, existing_dir, positive_int, writable
+from .cli_bench import bench_decode_main, bench_train_main, bench_translate_main
 
 # %% auto #0
-__all__ = ['BAD_INPUT', 'EXIT', 'COMMANDS', 'LAYERS', 'UsageError', 'Parser', 'one_line', 'is_bad_input', 'write_traceback',
-           'traceback_note', 'run_command', 'parse_set', 'existing_dir', 'positive_int', 'train_parser',
-           'overrides_from_args', 'recipe_from_args', 'copy_preset_main', 'train_main', 'evaluate_parser', 'run_alpha',
+__all__ = ['COMMANDS', 'parse_set', 'train_parser', 'overrides_from_args', 'recipe_from_args', 'copy_preset_main', 'train_main',
+           'add_decoding_options', 'decode_config_from_args', 'translator_from_args', 'evaluate_parser', 'run_alpha',
            'evaluate_recipe', 'evaluate_main', 'translate_parser', 'translate_main', 'export_parser', 'export_main',
-           'score_main', 'average_main', 'vocab_main', 'download_main', 'bench_train_parser', 'print_bench_train',
-           'bench_train_main', 'bench_decode_main', 'bench_translate_parser', 'bench_translate_main',
-           'exercises_init_main', 'exercises_check_main', 'info_main', 'cache_main', 'usage', 'main', 'Layer',
-           'package_imports', 'import_refusal', 'layer_violations']
-
-# %% ../nbs/90_cli.ipynb #651aca94
-class UsageError(ValueError):
-    "A command line that cannot be run as written (argparse's complaint, or an option that does not apply)."
-
-class Parser(argparse.ArgumentParser):
-    "argparse's parser that raises its errors as `UsageError`, which `run_command` reports as any bad input."
-    def error(self, message: str): raise UsageError(f"{message} (see --help)")
-
-BAD_INPUT = (ValueError, OSError, ImportError)   # what the library raises, with a message, for input it cannot use
-EXIT = {"done": 0, "check failed": 1, "bad input": 2, "fault": 3, "interrupted": 130}   # every command's exit statuses
-
-def one_line(e: BaseException) -> str:
-    "An error as one line: a system `OSError` as its reason and file, any other its message with line breaks folded."
-    text = (f"{e.strerror}: {e.filename}" if isinstance(e, OSError) and e.strerror and e.filename
-            else str(e) or type(e).__name__)
-    return " ".join(text.split())
-
-def is_bad_input(e: BaseException) -> bool:
-    "Is `e` the library's complaint about its input (one of `BAD_INPUT`), rather than a fault of the program?"
-    if isinstance(e, ImportError): return not (e.name or "").startswith("annotated_tx")   # a module of its own: a bug
-    return isinstance(e, BAD_INPUT)
-
-def write_traceback(
-    command: str,  # the command line that failed, as typed
-) -> Path:
-    "Write the exception being handled, its traceback and the versions in play to a new file in the temporary folder."
-    import tempfile
-    from annotated_tx import __version__
-    torch = getattr(sys.modules.get("torch"), "__version__", "not imported")   # torch only if the command imported it
-    head = f"$ {command}\nannotated_tx {__version__}, Python {sys.version.split()[0]}, torch {torch}\n\n"
-    fd, path = tempfile.mkstemp(prefix="annotated-tx-", suffix=".traceback.txt")
-    with open(fd, "w", encoding="utf-8", errors="replace") as f: f.write(head + traceback.format_exc())
-    return Path(path)
-
-def traceback_note(
-    command: str,  # the command line that failed, as typed
-    debug: bool,  # `--debug` was given: the traceback is on stderr already
-) -> str:
-    "Where the traceback of the fault being handled is, to end its line: above, in a file written now, or why in none."
-    if debug: return "its traceback is above"
-    try: return f"please report it with its traceback, written to {write_traceback(command)}"
-    except Exception as e:                                       # the line must come all the same
-        return f"its traceback could not be written ({one_line(e)}); run it again as annotated-tx --debug ... to see it"
-
-def run_command(
-    name: str,  # the command's name, e.g. 'train' or 'exercises check'
-    main,  # its `*_main(argv) -> int`
-    argv: list[str],  # its arguments
-    debug: bool = False,  # print an error's traceback on stderr above its line (and write no file)
-) -> int:
-    "Run one command: bad input is one line on stderr and status 2; any other exception is a fault: one line, status 3."
-    try: return int(main(argv) or 0)
-    except KeyboardInterrupt:
-        print(f"annotated-tx {name}: interrupted", file=sys.stderr)
-        return EXIT["interrupted"]
-    except Exception as e:
-        if debug: traceback.print_exc()
-        if is_bad_input(e):
-            print(f"annotated-tx {name}: error: {one_line(e)}", file=sys.stderr)
-            return EXIT["bad input"]
-        note = traceback_note(shlex.join(["annotated-tx", *name.split(), *argv]), debug)
-        what = f"{type(e).__name__}: {one_line(e)}" if str(e) else type(e).__name__
-        print(f"annotated-tx {name}: internal error, a fault of the program, not of its input: {what}; {note}",
-              file=sys.stderr)
-        return EXIT["fault"]
+           'score_main', 'average_main', 'vocab_main', 'download_main', 'exercises_init_main', 'exercises_check_main',
+           'info_main', 'cache_main', 'usage', 'main']
 
 # %% ../nbs/90_cli.ipynb #6f9d00ff
 # Python spellings that would otherwise pass as strings
@@ -107,18 +39,6 @@ def parse_set(
         for p in parents: d = d.setdefault(p, {})
         d[leaf] = value
     return out
-
-def existing_dir(path: str) -> str:
-    "An argparse type: a directory that exists, so that a misspelt `--data-dir` is named rather than downloaded into."
-    if not Path(path).is_dir(): raise argparse.ArgumentTypeError(f"{path} is not a directory")
-    return path
-
-def positive_int(text: str) -> int:
-    "An argparse type: a whole number of at least 1, such as a count of threads (which torch would refuse deep inside)."
-    try: n = int(text)
-    except ValueError: raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if n < 1: raise argparse.ArgumentTypeError(f"{n} is not at least 1")
-    return n
 
 def train_parser() -> Parser:
     "The options of `annotated-tx train`."
@@ -170,7 +90,7 @@ def copy_preset_main(a: argparse.Namespace) -> int:
     print(f"copy task: {r['updates']} updates in {r['train_seconds']:.0f}s; held-out exact match "
           f"{r['exact_match_last']:.1%} (last weights), {r.get('exact_match_avg', float('nan')):.1%} "
           f"(average of the last {len(r.get('averaged', []))} checkpoints); model and tokenizer in {out}")
-    return 0
+    return EXIT["done"]
 
 def train_main(argv: list[str] | None = None) -> int:
     "`annotated-tx train`: train a model end to end from a preset or a recipe file, then average, decode and score."
@@ -181,7 +101,7 @@ def train_main(argv: list[str] | None = None) -> int:
     recipe = recipe_from_args(a)
     out = a.out or default_run_dir(a.preset, recipe)
     results = run_recipe(recipe, out, a.data_dir, not a.no_download, not a.no_progress)
-    if not results: return 0                                                # not the first of several processes
+    if not results: return EXIT["done"]                       # not the first of several processes
     key = scored_weights(recipe, results)
     s = results[f"{key}/{recipe.test_split}"]
     print(f"{recipe.src_lang}->{recipe.tgt_lang} {recipe.test_split} ({key} weights, beam {recipe.beam}): "
@@ -194,7 +114,54 @@ def train_main(argv: list[str] | None = None) -> int:
     if results["problems"]:
         print("WARNING: this run is below what its recipe reaches, so the score above is not the recipe's:")
         for problem in results["problems"]: print(f"  - {problem}")
-    return 0
+    return EXIT["done"]
+
+# %% ../nbs/90_cli.ipynb #c90d0001
+def add_decoding_options(
+    p: Parser,  # the parser of `translate` or `evaluate`
+) -> None:
+    "The options `translate` and `evaluate` share: the search and its settings, the engine, its device and precision."
+    from annotated_tx.decoding import CONVENTIONS, SEARCHES
+    p.add_argument("--search", choices=list(SEARCHES), default=None,
+                   help="the search (default: greedy with --beam 1, else beam)")
+    p.add_argument("--beam", type=int, default=4, help="beam size; 1 = greedy decoding (default: 4, the paper's)")
+    p.add_argument("--alpha", type=float, default=None,
+                   help="length penalty α (default: the run's, from recipe.json beside a model of the book's; "
+                        "else 0.6, the paper's)")
+    p.add_argument("--length-penalty", choices=CONVENTIONS, default=None,
+                   help="'wu': Wu et al. (2016), the paper's (default with the torch engine); "
+                        "'hf': |Y|^α and the beam search of transformers' generate() (the only one with --engine ct2)")
+    p.add_argument("--max-len-a", type=float, default=1.0,
+                   help="at most a·(source length) + b output tokens: a (default: 1)")
+    p.add_argument("--max-len-b", type=int, default=50,
+                   help="... and b (default: 50, the paper's 'input length + 50')")
+    p.add_argument("--batch-tokens", type=int, default=4096,
+                   help="source tokens per batch, padding included (default: 4096)")
+    p.add_argument("--device", default="auto", help="'cpu', 'cuda', ... (default: cuda if available)")
+    p.add_argument("--engine", choices=["torch", "ct2"], default="torch",
+                   help="the book's decoders (default) or CTranslate2")
+    p.add_argument("--threads", type=positive_int, default=None, help="CPU threads (default: the engine's choice)")
+    p.add_argument("--compute-type", default="default", help="CTranslate2: default (as exported), float32, int8, ...; "
+                   "the torch engine: default (float32) or int8 (torch's dynamic quantization, CPU only)")
+    p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                   help="the torch engine, float32 on the CPU: run the decoding steps compiled ahead of time, "
+                        "compiling them where not kept yet (tens of seconds per model, search and thread count, "
+                        "kept for later runs); --no-compile: none (default: the ones kept from an earlier --compile)")
+
+def decode_config_from_args(a: argparse.Namespace, n_best: int | None = None):
+    "The `DecodeConfig` the shared decoding options ask for."
+    from annotated_tx.decoding import DecodeConfig
+    from annotated_tx.interop import engine_convention
+    alpha = run_alpha(a.model) if a.alpha is None else a.alpha
+    return DecodeConfig(search=a.search or ("greedy" if a.beam == 1 else "beam"), beam=a.beam, n_best=n_best,
+                        alpha=alpha, convention=a.length_penalty or engine_convention(a.engine),
+                        max_len_a=a.max_len_a, max_len_b=a.max_len_b)
+
+def translator_from_args(a: argparse.Namespace):
+    "The translator the shared options ask for: the model on its engine, device and precision, the decoder chosen."
+    from annotated_tx.interop import load_translator
+    return load_translator(a.model, a.tokenizer, a.device, a.engine, a.threads, a.compute_type, a.compile)
+
 
 # %% ../nbs/90_cli.ipynb #d414ea03
 def evaluate_parser() -> Parser:
@@ -203,8 +170,7 @@ def evaluate_parser() -> Parser:
     defaults = "; ".join(f"{c.name}: {c.direction[0]}->{c.direction[1]} on {c.test_split}" for c in CORPORA.values())
     p = Parser(prog="annotated-tx evaluate", description=evaluate_main.__doc__,
                epilog=f"Defaults by corpus: {defaults}.")
-    p.add_argument("model",
-                   help="a run directory or a model file (model.safetensors or model_avg.safetensors of a run)")
+    p.add_argument("model", help="a run directory, a model file, a Marian model, or with --engine ct2 an export")
     p.add_argument("--tokenizer", default=None, help="sentencepiece model (default: tokenizer.model next to the model)")
     p.add_argument("--corpus", default="multi30k", choices=list(CORPORA), help="corpus (default: multi30k)")
     p.add_argument("--split", default=None, help="split to score (default: the corpus's test split)")
@@ -212,13 +178,12 @@ def evaluate_parser() -> Parser:
                    help="source language (default: the corpus's; alone, the target is the other language)")
     p.add_argument("--tgt", default=None,
                    help="target language (default: the corpus's; alone, the source is the other language)")
-    p.add_argument("--beam", type=int, default=4, help="beam size, 1 = greedy (default: 4)")
-    p.add_argument("--alpha", type=float, default=None,
-                   help="length penalty alpha (default: the run's, from recipe.json beside the model; else 0.6)")
+    add_decoding_options(p)
     p.add_argument("--data-dir", type=existing_dir, default=None,
                    help="directory containing the corpus (default: $ANNOTATED_TX_DATA, then the cache)")
     p.add_argument("--no-download", action="store_true", help="never download data; fail if it is not found")
     p.add_argument("--output", default=None, help="also write the translations to this file")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     return p
 
 def run_alpha(
@@ -226,8 +191,8 @@ def run_alpha(
     default: float = 0.6,  # without a recipe: the paper's α
 ) -> float:
     "The length penalty α a model was trained to be decoded with: `alpha` of the recipe.json beside it, else `default`."
-    p = Path(model)
-    recipe = (p if p.is_dir() else p.parent) / "recipe.json"
+    from annotated_tx.checkpoints import RunFiles
+    recipe = RunFiles.of(model).recipe
     if not recipe.is_file(): return default
     try: alpha = json.loads(recipe.read_text(encoding="utf-8")).get("alpha", default)
     except (UnicodeDecodeError, json.JSONDecodeError, AttributeError) as e:
@@ -244,22 +209,23 @@ def evaluate_recipe(a: argparse.Namespace):
 
 def evaluate_main(argv: list[str] | None = None) -> int:
     "`annotated-tx evaluate`: translate a corpus split with a saved model and print sacreBLEU, chrF and tokenized BLEU."
-    from annotated_tx.decoding import Translator
-    from annotated_tx.engine import EngineDecoder
-    from annotated_tx.recipes import load_corpus, score_split
+    from annotated_tx.evaluation import score_corpus
+    from annotated_tx.recipes import load_corpus
     a = evaluate_parser().parse_args(argv)
-    recipe = evaluate_recipe(a)
-    t = Translator.load(a.model, a.tokenizer, decoder=EngineDecoder)   # refuses a tokenizer that does not fit the model
+    writable(a.output, "--output")
+    recipe, cfg = evaluate_recipe(a), decode_config_from_args(a)
     pairs = load_corpus(recipe, recipe.test_split, a.data_dir, not a.no_download)
-    scores, hyps = score_split(t.model, t.tokenizer, pairs, recipe)
-    if a.output: Path(a.output).write_text("\n".join(hyps) + "\n")
-    for k, v in scores.items(): print(f"{k:15} {v['score']:6.2f}  {v['signature']}")
-    return 0
+    translator = translator_from_args(a)                  # refuses a tokenizer that does not fit the model
+    hyps = [h[0].text for h in translator.translate([s for s, _ in pairs], cfg, batch_tokens=a.batch_tokens,
+                                                   progress=not a.quiet)]
+    if a.output: Path(a.output).write_text("\n".join(hyps) + "\n", encoding="utf-8")
+    for k, v in score_corpus(hyps, [t for _, t in pairs], recipe.tgt_lang).items():
+        print(f"{k:15} {v.score:6.2f}  {v.signature}")
+    return EXIT["done"]
 
 # %% ../nbs/90_cli.ipynb #dc897d29
 def translate_parser() -> Parser:
     "The options of `annotated-tx translate`."
-    from annotated_tx.decoding import CONVENTIONS
     ap = Parser(prog="annotated-tx translate",
                 description="Translate text with a trained model: one output line per input line, in order "
                             "(with --n-best N: N lines 'INDEX ||| TRANSLATION ||| SCORE' per input line).")
@@ -273,37 +239,12 @@ def translate_parser() -> Parser:
     ap.add_argument("-i", "--input", default="-",
                     help="text to translate, one sentence per line (plain or .gz; '-' = stdin, the default)")
     ap.add_argument("-o", "--output", default="-", help="where to write the translations ('-' = stdout, the default)")
-    ap.add_argument("--beam", type=int, default=4, help="beam size; 1 = greedy decoding (default: 4, the paper's)")
     ap.add_argument("--n-best", type=int, default=1,
                     help="hypotheses per line, best first, at most the beam size (default: 1)")
-    ap.add_argument("--alpha", type=float, default=None,
-                    help="length penalty α (default: the run's, from recipe.json beside a model of the book's; "
-                         "else 0.6, the paper's)")
-    ap.add_argument("--length-penalty", choices=CONVENTIONS, default=None,
-                    help="'wu': Wu et al. (2016), the paper's (default with the torch engine); "
-                         "'hf': |Y|^α and the beam search of "
-                         "transformers' generate() (the only one with --engine ct2)")
-    ap.add_argument("--max-len-a", type=float, default=1.0,
-                    help="at most a·(source length) + b output tokens: a (default: 1)")
-    ap.add_argument("--max-len-b", type=int, default=50,
-                    help="... and b (default: 50, the paper's 'input length + 50')")
-    ap.add_argument("--batch-tokens", type=int, default=4096,
-                    help="source tokens per batch, padding included (default: 4096)")
     ap.add_argument("--too-long", choices=["truncate", "error"], default="truncate",
                     help="a line longer than the model's max_len: translate its beginning with a warning (default) "
                          "or stop with an error")
-    ap.add_argument("--device", default="auto", help="'cpu', 'cuda', ... (default: cuda if available)")
-    ap.add_argument("--engine", choices=["torch", "ct2"], default="torch",
-                    help="the book's decoders (default) or CTranslate2")
-    ap.add_argument("--threads", type=positive_int, default=None, help="CPU threads (default: the engine's choice)")
-    ap.add_argument("--compute-type", default="default", help="CTranslate2: default (as exported), float32, int8, ...; "
-                    "the torch engine: default (float32) or int8 (torch's dynamic quantization, CPU only)")
-    ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
-                    help="the torch engine, float32 on the CPU: "
-                         "run the decoding steps compiled ahead of time, compiling them where not kept yet "
-                         "(tens of seconds per model, search "
-                         "and thread count, kept for later runs); --no-compile: none "
-                         "(default: the ones kept from an earlier --compile, if any)")
+    add_decoding_options(ap)
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     ap.add_argument("--verbose", action="store_true",
                     help="at the end, the throughput on stderr: sentences/s, tokens/s, the engine, "
@@ -314,15 +255,13 @@ def translate_main(argv: list[str] | None = None) -> int:
     "`annotated-tx translate`: the book's models, imported Marian models, and CTranslate2 exports."
     a = translate_parser().parse_args(argv)
     from annotated_tx.data import read_lines
-    from annotated_tx.decoding import DecodeConfig
-    from annotated_tx.interop import engine_convention, load_translator, throughput
-    alpha = run_alpha(a.model) if a.alpha is None else a.alpha
-    cfg = DecodeConfig.for_beam(a.beam, n_best=a.n_best, alpha=alpha,
-                                convention=a.length_penalty or engine_convention(a.engine),
-                                max_len_a=a.max_len_a, max_len_b=a.max_len_b)
-    translator = load_translator(a.model, a.tokenizer, a.device, a.engine, a.threads, a.compute_type, a.compile)
+    from annotated_tx.interop import throughput
+    writable(a.output, "--output")
+    cfg = decode_config_from_args(a, n_best=a.n_best)
+    translator = translator_from_args(a)
+    lines = read_lines(a.input)
     t0 = time.perf_counter()
-    hyps = translator.translate(read_lines(a.input), cfg, batch_tokens=a.batch_tokens, too_long=a.too_long,
+    hyps = translator.translate(lines, cfg, batch_tokens=a.batch_tokens, too_long=a.too_long,
                                 progress=a.input != "-" and not a.quiet)
     seconds = time.perf_counter() - t0
     if a.n_best == 1: text = "".join(h[0].text + "\n" for h in hyps)
@@ -332,7 +271,7 @@ def translate_main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
     else: Path(a.output).write_text(text, encoding="utf-8")
     if a.verbose: print(f"annotated-tx translate: {throughput(translator, hyps, seconds)}", file=sys.stderr)
-    return 0
+    return EXIT["done"]
 
 def export_parser() -> Parser:
     "The options of `annotated-tx export`."
@@ -357,7 +296,7 @@ def export_main(argv: list[str] | None = None) -> int:
     from annotated_tx.interop import export_model
     out = export_model(a.model, a.out, to=a.to, tokenizer=a.tokenizer, quantization=a.quantization, force=a.force)
     print(f"wrote {out} ({'CTranslate2, ' + a.quantization if a.to == 'ct2' else 'Marian, for transformers'})")
-    return 0
+    return EXIT["done"]
 
 # %% ../nbs/90_cli.ipynb #d65f682c
 def score_main(argv: list[str] | None = None) -> int:
@@ -374,7 +313,7 @@ def score_main(argv: list[str] | None = None) -> int:
     try: scores = score_corpus(hyps, refs, a.lang)
     except ValueError as e: raise ValueError(f"{e} ({a.hyp} against {', '.join(map(str, a.ref))})") from None
     for s in scores.values(): print(s)
-    return 0
+    return EXIT["done"]
 
 def average_main(argv: list[str] | None = None) -> int:
     "`annotated-tx average`: average the last k checkpoints of a run into one model file (§6.1)."
@@ -384,11 +323,12 @@ def average_main(argv: list[str] | None = None) -> int:
                    help="how many of the latest checkpoints to average (paper: 5 base, 20 big)")
     p.add_argument("--out", default=None, help="output file (default RUN_DIR/model_avg.safetensors)")
     a = p.parse_args(argv)
+    writable(a.out, "--out")
     from annotated_tx.checkpoints import average_last, list_checkpoints
     out = average_last(a.run_dir, a.last, a.out)
     chosen = list_checkpoints(a.run_dir)[-a.last:]
     print(f"averaged {len(chosen)} checkpoints ({chosen[0].name} … {chosen[-1].name}) into {out}")
-    return 0
+    return EXIT["done"]
 
 def vocab_main(argv: list[str] | None = None) -> int:
     ("`annotated-tx vocab`: train a shared BPE vocabulary on a corpus's training text (or two files) "
@@ -422,7 +362,7 @@ def vocab_main(argv: list[str] | None = None) -> int:
                           max_sentences=a.max_sentences, seed=a.seed)
     print(f"wrote {a.out / 'tokenizer.model'}: {tok.vocab_size} pieces from {2 * len(pairs)} sentences "
           f"in {time.perf_counter() - t0:.1f} s")
-    return 0
+    return EXIT["done"]
 
 def download_main(argv: list[str] | None = None) -> int:
     ("`annotated-tx download`: download Multi30k (task 1: train, val, test_2016_flickr; de and en) "
@@ -440,162 +380,6 @@ def download_main(argv: list[str] | None = None) -> int:
     for path, ok in checks.items(): print(f"{'ok ' if ok else 'BAD'} {path}")
     return EXIT["done"] if all(checks.values()) else EXIT["check failed"]
 
-# %% ../nbs/90_cli.ipynb #42c9d60f
-def bench_train_parser() -> Parser:
-    "The options of `annotated-tx bench train`."
-    p = Parser(prog="annotated-tx bench train", description=bench_train_main.__doc__)
-    p.add_argument("--config", default="small", help="model configuration (default: small)")
-    p.add_argument("--rounds", type=int, default=10, help="interleaved rounds (default: 10)")
-    p.add_argument("--steps", type=int, default=3, help="training steps per contender per round (default: 3)")
-    p.add_argument("--pairs", type=int, default=40, help="sentence pairs per batch (default: 40)")
-    p.add_argument("--min-len", dest="min_sentence_tokens", type=int, default=15,
-                   help="tokens of the shortest sentence (default: 15)")
-    p.add_argument("--max-len", dest="max_sentence_tokens", type=int, default=35,
-                   help="tokens of the longest sentence (default: 35)")
-    p.add_argument("--amp", default="auto", choices=["auto", "none", "bf16", "both"],
-                   help="auto: float32, and bf16 autocast too where the device computes bf16 natively (default); "
-                        "none: float32; bf16: bf16 autocast; both: the two interleaved in one run")
-    p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: cpu)")
-    p.add_argument("--threads", type=positive_int, default=None, help="torch threads (default: torch's default)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
-    p.add_argument("--json", default=None, help="also write the results to this JSON file")
-    p.add_argument("--quiet", action="store_true", help="do not print each round")
-    p.add_argument("--release-memory", action="store_true",
-                   help="let the C library return freed memory to the system, its default (train keeps it on the CPU)")
-    return p
-
-def print_bench_train(r: dict) -> None:
-    "The table of `bench train`'s results, one row per contender and precision."
-    print(f"{'':36} {'step ms':>16} {'target tok/s':>16} {'% of ceiling':>15}")
-    print(f"{'':36} {'median    best':>16} {'median    best':>16} {'median   best':>15}")
-    for amp in ("none", "bf16"):
-        if amp not in r: continue
-        res = r[amp]
-        for k in ("annotated_tx", "torch.nn.Transformer"):
-            x = res[k]
-            print(f"{k + ', ' + res['label']:36} {x['step_seconds'] * 1e3:7.0f} {x['step_seconds_best'] * 1e3:7.0f}  "
-                  f"{x['tok_per_s']:7.0f} "
-                  f"{x['tok_per_s_best']:7.0f}   {x['of_ceiling']:6.1%} {x['of_ceiling_best']:6.1%}")
-        print(f"{'':2}{res['label']}: matmul ceiling {res['matmul_ceiling_flops'] / 1e9:.0f} GFLOP/s median, "
-              f"{res['matmul_ceiling_best'] / 1e9:.0f} best (% of ceiling is against the best); "
-              f"ratio annotated_tx / torch.nn.Transformer {res['ratio']:.2f}x "
-              f"median of rounds (range {res['ratio_min']:.2f}-{res['ratio_max']:.2f}), "
-              f"{res['ratio_best']:.2f}x best vs best")
-    if "bf16_over_float32" in r:
-        print(f"annotated_tx in bf16 autocast / in float32 (target tok/s): {r['bf16_over_float32']:.2f}x "
-              f"median of rounds")
-
-def bench_train_main(argv: list[str] | None = None) -> int:
-    ("`annotated-tx bench train`: training throughput of our Transformer vs torch.nn.Transformer, "
-     "and each one's share of the matmul ceiling.")
-    from annotated_tx.benchmarks import bench_train, timing_host
-    from annotated_tx.model import get_config
-    a = bench_train_parser().parse_args(argv)
-    c = get_config(a.config)
-    r = bench_train(a.config, a.rounds, a.steps, a.pairs, a.min_sentence_tokens, a.max_sentence_tokens, a.amp, a.device,
-                    a.threads, a.seed, not a.quiet, retain_memory=not a.release_memory)
-    print(f"training step, {a.config} (d_model {c.d_model}, {c.n_enc_layers}+{c.n_dec_layers} layers, "
-          f"{c.n_heads} heads, d_ff {c.d_ff}, "
-          f"vocab {c.src_vocab_size}), {a.pairs} pairs of {a.min_sentence_tokens}-{a.max_sentence_tokens} tokens "
-          f"(~{r['tgt_tokens_per_batch']:.0f} target tokens), "
-          f"{timing_host(r['device'], r['threads'], None)}; "
-          f"medians of {a.rounds} interleaved rounds of {a.steps} steps; the same Adam for both")
-    print(f"model FLOPs per step {r['train_flops_per_step'] / 1e9:.1f} G (analytic: 3 x forward matmuls); "
-          f"the matmul ceiling is "
-          f"the model's forward GEMM shapes, timed in this run in each precision; this device computes bf16 natively: "
-          f"{'yes' if r['native_bf16'] else 'no'}; freed memory retained: {'yes' if r['memory_retained'] else 'no'}")
-    if r["skipped"]: print(r["skipped"])
-    print_bench_train(r)
-    if a.json: Path(a.json).write_text(json.dumps(r, indent=1))
-    return 0
-
-def bench_decode_main(argv: list[str] | None = None) -> int:
-    ("`annotated-tx bench decode`: our greedy and beam-search decoding against HuggingFace's MarianMTModel "
-     "and CTranslate2, on the same (random) weights.")
-    ap = Parser(prog="annotated-tx bench decode", description=bench_decode_main.__doc__)
-    ap.add_argument("--config", default="small", help="model configuration: small, base or big (default: small)")
-    ap.add_argument("--sentences", type=int, default=40, help="source sentences, decoded as one batch (default: 40)")
-    ap.add_argument("--min-src-len", type=int, default=15, help="shortest source sentence in tokens (default: 15)")
-    ap.add_argument("--max-src-len", type=int, default=35, help="longest source sentence in tokens (default: 35)")
-    ap.add_argument("--new-tokens", type=int, default=40,
-                    help="tokens generated per sentence, EOS suppressed (default: 40)")
-    ap.add_argument("--beam", type=int, default=4, help="beam size of the beam-search contenders (default: 4)")
-    ap.add_argument("--rounds", type=int, default=5,
-                    help="timed rounds; in each, every contender runs twice in turn, timed the second time (default 5)")
-    ap.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's choice)")
-    ap.add_argument("--device", default="cpu", help="device to run on (default: cpu)")
-    ap.add_argument("--no-marian", action="store_true", help="skip HuggingFace MarianMTModel")
-    ap.add_argument("--no-ct2", action="store_true", help="skip CTranslate2")
-    ap.add_argument("--compile", action="store_true",
-                    help="also time ours with its steps compiled ahead of time (CompiledDecoder; "
-                         "compiling where not kept yet, tens of seconds, is done in the warm-up, not timed)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the random weights and sources (default: 0)")
-    a = ap.parse_args(argv)
-    from functools import partial
-    from annotated_tx.benchmarks import bench_decode
-    from annotated_tx.engine import CompiledDecoder, EngineDecoder
-    from annotated_tx.interop import decode_peers
-    from annotated_tx.runtime import torch_threads
-    peers = None if a.no_marian and a.no_ct2 else partial(decode_peers, marian=not a.no_marian, ct2=not a.no_ct2)
-    with torch_threads(a.threads):
-        bench_decode(a.config, a.sentences, (a.min_src_len, a.max_src_len), a.new_tokens, a.beam, a.rounds,
-                     peers=peers, device=a.device, seed=a.seed,
-                     decoders={"ours": EngineDecoder, **({"ours compiled": CompiledDecoder} if a.compile else {})})
-    return 0
-def bench_translate_parser() -> Parser:
-    "The options of `annotated-tx bench translate`."
-    p = Parser(prog="annotated-tx bench translate", description=bench_translate_main.__doc__)
-    p.add_argument("-m", "--model", required=True,
-                   help="a run directory of the book's (or a model file with tokenizer.model beside it)")
-    p.add_argument("--ct2", default=None,
-                   help="its CTranslate2 export, float32 (default: exported now into a temporary "
-                        "directory, as annotated-tx export --to ct2 does)")
-    p.add_argument("--threads", type=positive_int, nargs="+", default=[1],
-                   help="CPU threads of every engine; several: one table each (default: 1)")
-    p.add_argument("--repetitions", type=int, default=3,
-                   help="timed repetitions, the engines interleaved in each (default: 3)")
-    p.add_argument("--beam", type=int, default=4, help="beam size of the beam-search engines (default: 4)")
-    p.add_argument("--alpha", type=float, default=0.6,
-                   help="their length penalty α, |Y|^α for both engines (default: 0.6)")
-    p.add_argument("--int8", action="store_true",
-                   help="also int8: torch's dynamic quantization of ours, and CTranslate2's int8")
-    p.add_argument("--compile", action="store_true",
-                   help="also ours with its steps compiled ahead of time "
-                        "(compiled in the warm-up where not kept yet, not timed)")
-    p.add_argument("--corpus", default=None, help="corpus (default: the run's recipe's, else multi30k)")
-    p.add_argument("--split", default=None, help="split (default: the run's test split, else the corpus's)")
-    p.add_argument("--src", default=None, help="source language (default: the run's, else the corpus's)")
-    p.add_argument("--tgt", default=None, help="target language (default: the run's, else the corpus's)")
-    p.add_argument("--sentences", type=int, default=0, help="translate only the first N sentences (default: 0, all)")
-    p.add_argument("--data-dir", type=existing_dir, default=None,
-                   help="directory containing the corpus (default: $ANNOTATED_TX_DATA, then the cache)")
-    p.add_argument("--no-download", action="store_true", help="never download data; fail if it is not found")
-    p.add_argument("--json", default=None, help="also write the results to this JSON file")
-    return p
-
-def bench_translate_main(argv: list[str] | None = None) -> int:
-    ("`annotated-tx bench translate`: a trained model's test set, text to text, by translate and by translate "
-     "--engine ct2 on its export: time and BLEU.")
-    import tempfile
-    from annotated_tx.benchmarks import bench_translate, timing_host
-    from annotated_tx.interop import export_model, run_test_pairs, translation_engines
-    a = bench_translate_parser().parse_args(argv)
-    results = {}
-    with tempfile.TemporaryDirectory() as d:
-        # what `annotated-tx export --to ct2` writes
-        ct2 = a.ct2 or export_model(a.model, Path(d) / "ct2", to="ct2")
-        name, pairs = run_test_pairs(a.model, a.corpus, a.split, a.src, a.tgt, a.data_dir, not a.no_download)
-        pairs = pairs[:a.sentences or None]
-        for n in a.threads:
-            engines = translation_engines(a.model, ct2, n, a.beam, a.alpha, int8=a.int8, compiled=a.compile)
-            head = (f"{len(pairs):,} sentences of {name}, text to text, {timing_host('cpu', n, None)}; "
-                    f"float32 unless int8 is named; "
-                    f"{a.repetitions} repetitions, interleaved")
-            results[n] = bench_translate(engines, [s for s, _ in pairs], [t for _, t in pairs], a.repetitions,
-                                         header=head)
-    if a.json: Path(a.json).write_text(json.dumps(results, indent=1))
-    return 0
-
 # %% ../nbs/90_cli.ipynb #6ec7c305
 def exercises_init_main(argv: list[str] | None = None) -> int:
     ("`annotated-tx exercises init`: write DIR/exercises.py and DIR/exercises.ipynb, the same stubs as a file "
@@ -604,18 +388,20 @@ def exercises_init_main(argv: list[str] | None = None) -> int:
     ap.add_argument("dir", nargs="?", default="ex",
                     help="the directory to write them into (created if needed; default: ex)")
     a = ap.parse_args(argv)
-    from annotated_tx.exercises import EXERCISES, write_stubs
+    from annotated_tx.exercises import EXERCISES
+    from annotated_tx.grading import write_stubs
     n = sum(1 for ex in EXERCISES.values() if ex.stub)
     for path, written in write_stubs(a.dir):
         print(f"wrote {path}: {n} exercises to fill in, in order" if written else
               f"{path} exists: left as it is (init never overwrites; move it away to start afresh)")
     print(f"Work in whichever you like; check it with: annotated-tx exercises check --dir {a.dir}")
-    return 0
+    return EXIT["done"]
 
 def exercises_check_main(argv: list[str] | None = None) -> int:
     ("`annotated-tx exercises check`: grade the exercises against the book, one by one; "
      "status 0 when all pass, 1 otherwise.")
-    from annotated_tx.exercises import EXERCISES, FILE, NOTEBOOK, check_file, graded_file, progress_note, report
+    from annotated_tx.exercises import EXERCISES
+    from annotated_tx.grading import FILE, NOTEBOOK, check_file, graded_file, progress_note, report
     from annotated_tx.runtime import torch_threads
     ap = Parser(prog="annotated-tx exercises check", description=exercises_check_main.__doc__)
     ap.add_argument("names", nargs="*", metavar="NAME",
@@ -652,12 +438,12 @@ def info_main(argv: list[str] | None = None) -> int:
         print(f"  {name:6} d_model={c.d_model} heads={c.n_heads} d_ff={c.d_ff} "
               f"layers={c.n_enc_layers}+{c.n_dec_layers} "
               f"vocab={c.src_vocab_size}: {n / 1e6:.1f}M parameters")
-    return 0
+    return EXIT["done"]
 
 def cache_main(argv: list[str] | None = None) -> int:
     ("`annotated-tx cache`: the compiled decoding steps kept on disk (the engine chapter), their bytes and bound; "
      "`--clear` deletes them.")
-    from annotated_tx.engine import STEP_CACHE_ENV, cache_report, steps_dir
+    from annotated_tx.compiled import STEP_CACHE_ENV, cache_report, steps_dir
     ap = Parser(prog="annotated-tx cache", description=cache_main.__doc__)
     ap.add_argument("--clear", action="store_true", help="delete every kept compiled step")
     a = ap.parse_args(argv)
@@ -670,7 +456,7 @@ def cache_main(argv: list[str] | None = None) -> int:
         if a.clear:
             path.unlink(missing_ok=True)
         print(f"  {'deleted ' if a.clear else ''}{path.name}  {size / 2 ** 20:.1f} MiB")
-    return 0
+    return EXIT["done"]
 
 COMMANDS = {  # command: (its function, one line of help)
     "train": (train_main, "train end to end from a preset (default multi30k-cpu; or copy) and score it"),
@@ -708,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     if debug: argv = argv[1:]
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage())
-        return 0
+        return EXIT["done"]
     name, rest = argv[0], argv[1:]
     # two-word commands: bench train, exercises check, ...
     group = [c for c in COMMANDS if c.startswith(name + " ")]
@@ -716,78 +502,11 @@ def main(argv: list[str] | None = None) -> int:
     elif group and rest and rest[0] in ("-h", "--help"):               # the group alone: its commands
         print(f"usage: annotated-tx {name} {{{','.join(c.split()[1] for c in group)}}} [options]\n\n"
               + "\n".join(f"  {c:16} {COMMANDS[c][1]}" for c in group))
-        return 0
+        return EXIT["done"]
     elif group:
         print(f"annotated-tx {name}: error: give one of its commands: {', '.join(group)} (see --help)", file=sys.stderr)
-        return 2
+        return EXIT["bad input"]
     if name not in COMMANDS:
         print(f"annotated-tx: error: unknown command {name!r} (see annotated-tx --help)", file=sys.stderr)
-        return 2
+        return EXIT["bad input"]
     return run_command(name, COMMANDS[name][0], rest, debug)
-
-# %% ../nbs/90_cli.ipynb #370a5696
-@dataclass(frozen=True)
-class Layer:
-    "A layer of the package: its name, its modules, and whether they are used in order."
-    name: str  # as the table names it, e.g. 'the core'
-    modules: tuple[str, ...]  # its modules, in their order where `ordered`
-    ordered: bool = False  # each module may import those before it here; otherwise they import none of each other
-
-LAYERS = [  # the package from the bottom up, the table above as data
-    Layer("runtime", ("runtime",)),
-    Layer("the core", ("attention", "layers", "model"), ordered=True),
-    Layer("data", ("data", "tokenizer", "batching"), ordered=True),
-    Layer("training", ("optimization", "checkpoints", "trainer"), ordered=True),
-    Layer("using a model", ("decoding", "evaluation")),
-    Layer("the engine: fast beside the paper", ("engine",)),
-    Layer("whole jobs", ("copy_task", "recipes")),
-    Layer("beyond the paper", ("beyond", "benchmarks", "interop", "exercises")),
-    Layer("the command line", ("cli",)),
-]
-
-# %% ../nbs/90_cli.ipynb #b50b9af7
-def package_imports(
-    source: str,  # a module's source text
-    module: str,  # its name in the package, e.g. 'decoding' (for `from . import x` and relative imports)
-) -> list[tuple[str, int]]:
-    "The package's modules that `source` imports, at the top or inside a function, each with the line of the import."
-    import ast
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found += [(a.name.split(".")[1], node.lineno) for a in node.names if a.name.startswith("annotated_tx.")]
-        elif isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == "annotated_tx"):
-            parts = (node.module or "").split(".")[0 if node.level else 1:]
-            # from .decoding import x; from annotated_tx.decoding import x
-            if parts and parts[0]: found.append((parts[0], node.lineno))
-            # from . import decoding; from annotated_tx import __version__
-            else: found += [(a.name, node.lineno) for a in node.names]
-    return [(name, line) for name, line in found if name != module]
-
-def import_refusal(
-    importer: str,  # the importing module
-    imported: str,  # the module it imports
-    layers: list[Layer] = LAYERS,  # the package from the bottom up
-) -> str:
-    "Why the layers forbid `importer` to import `imported`, in words; '' where they allow it (or do not list either)."
-    where = {m: (i, j) for i, layer in enumerate(layers) for j, m in enumerate(layer.modules)}   # module: layer, place
-    if importer not in where or imported not in where: return ""
-    (i, j), (k, l) = where[importer], where[imported]
-    if k > i: return f"of a later layer ({k}: {layers[k].name})"
-    if k < i or (layers[i].ordered and l < j): return ""
-    if layers[i].ordered: return f"after it in its ordered layer ({i}: {layers[i].name})"
-    return f"of its own layer ({i}: {layers[i].name}), whose modules import none of each other"
-
-def layer_violations(
-    package: str | Path,  # the package's directory
-    layers: list[Layer] = LAYERS,  # the package from the bottom up
-) -> list[str]:
-    "Every import in the package that the layers forbid, as 'module.py:line imports name, why'; any module not listed."
-    listed = {m for layer in layers for m in layer.modules}
-    out = []
-    for path in sorted(Path(package).glob("*.py")):
-        if path.stem.startswith("_"): continue
-        if path.stem not in listed: out.append(f"{path.name}: not in the layers")
-        for name, line in package_imports(path.read_text(), path.stem):
-            if why := import_refusal(path.stem, name, layers): out.append(f"{path.name}:{line} imports {name}, {why}")
-    return out

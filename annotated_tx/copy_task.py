@@ -88,9 +88,9 @@ def train_copy(
     progress: bool = True,  # show the progress bar
 ) -> dict:
     "Train and evaluate the copy task; returns the results (also written to out_dir/results.json)."
-    out = Path(out_dir)
+    out, run = Path(out_dir), checkpoints.RunFiles(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tok = copy_tokenizer(out / "tokenizer.model")
+    tok = copy_tokenizer(run.tokenizer)
     train_text = copy_sentences(150_000, seed)
     seen = set(train_text)
     held_out = [s for s in copy_sentences(3000, seed + 1) if s not in seen][:1000]
@@ -107,7 +107,7 @@ def train_copy(
                      val_data=val)
         results = {"updates": hist["step"], "stopped": hist["stopped"], "train_seconds": hist["train"][-1]["seconds"],
                    "parameters": count_parameters(model), "held_out": len(held_out),
-                   "exact_match_last": exact_match(load_model(out / "model.safetensors", model.src_emb.weight.device),
+                   "exact_match_last": exact_match(load_model(run.model, model.src_emb.weight.device),
                                                    tok, held_out)}
         ckpts = checkpoints.list_checkpoints(out)[-average_last:] if average_last else []
         if len(ckpts) > 1:
@@ -115,7 +115,7 @@ def train_copy(
             results["averaged"] = [p.name for p in ckpts]
             results["exact_match_avg"] = exact_match(load_model(avg, model.src_emb.weight.device), tok, held_out)
     results["exact_match"] = results.get("exact_match_avg", results["exact_match_last"])
-    (out / "results.json").write_text(json.dumps(results, indent=1))
+    run.results.write_text(json.dumps(results, indent=1))
     return {**results, "history": hist}
 
 # %% ../nbs/11_copy_task.ipynb #c0515e77

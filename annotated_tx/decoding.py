@@ -16,12 +16,14 @@ import torch.nn.functional as F
 from torch import Tensor
 from .model import Transformer, TransformerConfig, DecoderCache, load_model, evaluating
 from .tokenizer import Tokenizer, PAD_ID, EOS_ID, check_fits
-from .runtime import say
+from .runtime import require, say
+from .checkpoints import RunFiles
+
 
 # %% auto #0
-__all__ = ['CONVENTIONS', 'SEARCHES', 'IncrementalDecoder', 'UncachedDecoder', 'length_penalty', 'max_output_lengths',
-           'DecodeConfig', 'greedy_decode', 'cut_at_eos', 'beam_step', 'beam_search', 'decode', 'Hypothesis',
-           'Translator', 'translate']
+__all__ = ['CONVENTIONS', 'SEARCHES', 'DECODERS', 'COMPUTE_TYPES', 'IncrementalDecoder', 'UncachedDecoder', 'length_penalty',
+           'max_output_lengths', 'Search', 'DecodeConfig', 'greedy_decode', 'cut_at_eos', 'beam_step', 'beam_search',
+           'decode', 'decoder_named', 'pick_decoder', 'Hypothesis', 'Translator', 'translate']
 
 # %% ../nbs/10_decoding.ipynb #85ace6e8
 class IncrementalDecoder:
@@ -88,8 +90,20 @@ def max_output_lengths(
     return (max_len_a * n + max_len_b).floor().long().clamp(1, cap)
 
 # %% ../nbs/10_decoding.ipynb #aedb2f92
-# search name -> search(model, src, cfg) -> (tokens, scores); each search below enters itself
-SEARCHES: dict[str, Callable] = {}
+@dataclass(frozen=True)
+class Search:
+    "A search strategy: the function that decodes, how many rows it keeps per sentence, what divides its scores."
+    run: Callable  # run(model, src, cfg, *, decoder) -> (tokens, scores)
+    width: Callable  # cfg -> rows (beams) per sentence: the most hypotheses it can return
+    normalised: bool  # its scores are log P / lp(|Y|) (True) or log P (False)
+    beam_family: bool = True  # a beam of `width` rows, as other engines (CTranslate2) also run (greedy: width 1)
+
+    def divisor(self, cfg: "DecodeConfig", length: int) -> float:
+        "What a hypothesis's log P is divided by to give its score."
+        return length_penalty(length, cfg.alpha, cfg.convention) if self.normalised else 1.0
+
+# search name -> `Search`; each search below enters itself
+SEARCHES: dict[str, Search] = {}
 
 @dataclass(frozen=True)
 class DecodeConfig:
@@ -105,19 +119,16 @@ class DecodeConfig:
     early_stop: bool = True  # stop once no open beam can beat the finished hypotheses ('hf': transformers' heuristic)
 
     def __post_init__(self):
-        if self.search not in SEARCHES:
-            raise ValueError(f"search must be one of {tuple(SEARCHES)}, got {self.search!r}")
-        if self.beam < 1: raise ValueError(f"beam size must be at least 1, got {self.beam}")
-        if self.alpha < 0:
-            raise ValueError(f"length penalty alpha must be >= 0 (the early stop relies on it), got {self.alpha}")
-        if self.convention not in CONVENTIONS:
-            raise ValueError(f"convention must be one of {CONVENTIONS}, got {self.convention!r}")
-        if self.max_len_a < 0 or self.max_len_b < 0:
-            raise ValueError(f"max_len_a and max_len_b must be >= 0, got {self.max_len_a} and {self.max_len_b}")
-        if self.min_len < 0: raise ValueError(f"min_len must be >= 0, got {self.min_len}")
-        most = self.beam if self.search == "beam" else 1
-        if self.n_best is not None and not 1 <= self.n_best <= most:
-            raise ValueError(f"n_best must be between 1 and the beam size {most}, got {self.n_best}")
+        require(self.search in SEARCHES, "search", f"must be one of {tuple(SEARCHES)}", self.search)
+        require(self.beam >= 1, "beam size", "must be at least 1", self.beam)
+        require(self.alpha >= 0, "length penalty alpha", "must be >= 0 (the early stop relies on it)", self.alpha)
+        require(self.convention in CONVENTIONS, "convention", f"must be one of {CONVENTIONS}", self.convention)
+        require(self.max_len_a >= 0, "max_len_a", "must be >= 0", self.max_len_a)
+        require(self.max_len_b >= 0, "max_len_b", "must be >= 0", self.max_len_b)
+        require(self.min_len >= 0, "min_len", "must be >= 0", self.min_len)
+        most = SEARCHES[self.search].width(self)
+        require(self.n_best is None or 1 <= self.n_best <= most, "n_best",
+                f"must be between 1 and the beam size {most}", self.n_best)
 
     @classmethod
     def for_beam(cls,
@@ -170,7 +181,7 @@ def greedy_decode(
                 dec.reorder(keep, keep)
     return out[:, :t + 1], scores
 
-SEARCHES["greedy"] = greedy_decode
+SEARCHES["greedy"] = Search(greedy_decode, width=lambda cfg: 1, normalised=False)
 
 # %% ../nbs/10_decoding.ipynb #422e0d43
 def cut_at_eos(
@@ -295,7 +306,7 @@ def beam_search(
                 dec.reorder(rows)
     return _n_best(fin_tokens, fin_scores, cfg.n_best, c.pad_id)
 
-SEARCHES["beam"] = beam_search
+SEARCHES["beam"] = Search(beam_search, width=lambda cfg: cfg.beam, normalised=True)
 
 # %% ../nbs/10_decoding.ipynb #b3fa2150
 def decode(
@@ -306,7 +317,42 @@ def decode(
     decoder: type = IncrementalDecoder,  # the step machinery (a subclass computes the same otherwise, e.g. in int8)
 ) -> tuple[Tensor, Tensor]:
     "Decode `src` with the search `cfg` names: tokens (EOS included, then PAD) and scores, as that search returns them."
-    return SEARCHES[cfg.search](model, src, cfg, decoder=decoder)
+    return SEARCHES[cfg.search].run(model, src, cfg, decoder=decoder)
+
+# %% ../nbs/10_decoding.ipynb #d1ec0002
+DECODERS = {   # name -> "module:class"
+    "paper": "annotated_tx.decoding:IncrementalDecoder",  # this chapter's, with a cache
+    "uncached": "annotated_tx.decoding:UncachedDecoder",  # the definition, for checks
+    "engine": "annotated_tx.engine:EngineDecoder",  # packed weights, fused steps (the engine chapter)
+    "int8": "annotated_tx.engine:Int8Decoder",  # torch's dynamic int8 products, CPU only
+    "compiled": "annotated_tx.compiled:CompiledDecoder",  # steps compiled ahead of time, CPU only
+    "kept": "annotated_tx.compiled:KeptStepsDecoder",  # compiled steps where kept on disk, else the engine's
+}
+COMPUTE_TYPES = ("default", "float32", "int8")   # what `pick_decoder` computes in ('default': float32)
+
+def decoder_named(name: str) -> type:
+    "The decoder class `DECODERS` names, imported on first use."
+    import importlib
+    if name not in DECODERS: raise ValueError(f"decoder must be one of {tuple(DECODERS)}, got {name!r}")
+    module, cls = DECODERS[name].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+def pick_decoder(
+    device: str | torch.device = "cpu",  # where it decodes
+    compile: bool | None = None,  # True: compile the steps where none are kept; None: use kept ones; False: never
+    compute_type: str = "default",  # a key of `COMPUTE_TYPES`
+) -> type:
+    "The decoder for what the user asked and what the device can do; refuses what it cannot do, before any work."
+    if compute_type not in COMPUTE_TYPES:
+        raise ValueError(f"compute type must be one of {COMPUTE_TYPES}, got {compute_type!r}")
+    kind = torch.device(device).type
+    if compute_type == "int8":
+        if kind != "cpu": raise ValueError(f"int8 decoding runs on the CPU only, not {kind}")
+        return decoder_named("int8")
+    if compile and kind != "cpu": raise ValueError(f"compiled decoding runs on the CPU only, not {kind}")
+    if kind != "cpu" or compile is False: return decoder_named("engine")
+    return decoder_named("compiled" if compile else "kept")
+
 
 # %% ../nbs/10_decoding.ipynb #9b2d3eeb
 @dataclass
@@ -341,14 +387,10 @@ class Translator:
              ) -> "Translator":
         "Load a trained model and its tokenizer from a run directory or a model file."
         path = Path(path)
-        if path.is_dir():
-            found = [path / n for n in ("model_avg.safetensors", "model.safetensors") if (path / n).is_file()]
-            if not found:
-                raise FileNotFoundError(f"no model_avg.safetensors or model.safetensors in the directory {path}")
-            path = found[0]
+        if path.is_dir(): path = RunFiles(path).trained_model()
         model = load_model(path, device)                                    # first: a missing model is named as such
         if isinstance(tokenizer, Tokenizer): return cls(model, tokenizer, decoder=decoder)
-        tok_path = Path(tokenizer or path.parent / "tokenizer.model")
+        tok_path = Path(tokenizer or RunFiles.of(path).tokenizer)
         tokenizer = Tokenizer.load(tok_path)
         try: return cls(model, tokenizer, decoder=decoder)
         except ValueError as e: raise ValueError(f"{tok_path} does not fit {path}: {e}") from None
@@ -413,9 +455,8 @@ class Translator:
             if c.eos_id in r: o.append(c.eos_id)                 # the hypothesis ended: EOS is one of its tokens
             if o: outs.append((o, s))
         maps = self.attention(src, [o for o, _ in outs]) if attention else [None] * len(outs)
-        # what the score divides by
-        lp = lambda n: length_penalty(n, cfg.alpha, cfg.convention) if cfg.search == "beam" else 1.0
-        return [Hypothesis(" ".join(self.tokenizer.decode(o).splitlines()), s, s * lp(len(o)), o, a)
+        search = SEARCHES[cfg.search]
+        return [Hypothesis(" ".join(self.tokenizer.decode(o).splitlines()), s, s * search.divisor(cfg, len(o)), o, a)
                 for (o, s), a in zip(outs, maps)]
 
     def translate(self,

@@ -6,32 +6,22 @@ Docs: https://annotated-tx.github.io/annotated_tx/engine.html.md"""
 
 # %% ../nbs/19_engine.ipynb #e0000003
 from __future__ import annotations
-import contextlib, functools, hashlib, math, os, stat, subprocess, warnings, weakref
-from pathlib import Path
-from typing import Callable
+import hashlib, importlib, inspect, math, textwrap, warnings, weakref
 import torch
 import torch.nn.functional as F
 from torch import nn, Tensor
-from torch.optim.optimizer import register_optimizer_step_post_hook
-import annotated_tx
 from .attention import MultiHeadAttention, KVCache, attention
 from .layers import ACTIVATIONS, PositionwiseFeedForward
 from .model import Transformer, DecoderCache, EncoderLayer, DecoderLayer
 from .decoding import IncrementalDecoder
-from .data import cache_dir
-from .runtime import say
 
 
 # %% auto #0
-__all__ = ['PLAIN_ATTENTION', 'MKL_SOURCE', 'PROGRAMS', 'STEP_CACHE_MB', 'STEP_CACHE_ENV', 'packs', 'parameters_stamp',
-           'PackedWeights', 'linear', 'project', 'stacked_qkv', 'computes_as', 'self_attention_step',
-           'cross_attention_step', 'feed_forward', 'engine_runs', 'encode', 'self_attention', 'decode_step',
-           'log_probs', 'BufferedKVCache', 'SharedSourceCache', 'block_top_k', 'source_mask', 'unpadded', 'cross_kv',
-           'EngineDecoder', 'Int8Weights', 'Int8Decoder', 'mkl_ops', 'MKLPackedWeights', 'InOrder', 'DecodingStep',
-           'recorded_weights', 'step_weights', 'remember_file', 'step_key', 'export_and_compile', 'compile_step',
-           'EncoderProgram', 'FirstProgram', 'program_weights', 'compile_program', 'steps_dir', 'step_cache_bytes',
-           'prune_steps', 'cache_report', 'load_or_compile_step', 'compiled_step', 'has_compiled_steps',
-           'CompiledDecoder', 'KeptStepsDecoder', 'IndirectKVCache']
+__all__ = ['PLAIN_ATTENTION', 'MIRRORS', 'packs', 'parameters_stamp', 'PackedWeights', 'linear', 'project', 'stacked_qkv',
+           'computes_as', 'self_attention_step', 'cross_attention_step', 'feed_forward', 'engine_runs', 'encode',
+           'self_attention', 'decode_step', 'log_probs', 'BufferedKVCache', 'SharedSourceCache', 'block_top_k',
+           'source_mask', 'unpadded', 'cross_kv', 'EngineDecoder', 'Int8Weights', 'Int8Decoder', 'mirror_hashes',
+           'mirror_drift']
 
 # %% ../nbs/19_engine.ipynb #e0000006
 def packs(x: Tensor, weight: Tensor) -> bool:
@@ -44,17 +34,19 @@ _KEPT = weakref.WeakKeyDictionary()   # model -> {store class: (the parameters' 
 _STEPS = [0]
 
 
+_HOOK = []   # the optimizer hook's handle, once registered
+
+
 def _count_step(*_) -> None:
     _STEPS[0] += 1
-
-
-# every torch.optim optimizer, once per process, from the engine's import on
-register_optimizer_step_post_hook(_count_step)
 
 
 def parameters_stamp(model: nn.Module) -> tuple | None:
     # None: not tracked, e.g. inference tensors
     "The optimizer steps so far, and each parameter's storage and in-place writes."
+    if not _HOOK:   # every torch.optim optimizer of this process, from the first stamp on: none before it to count
+        from torch.optim.optimizer import register_optimizer_step_post_hook
+        _HOOK.append(register_optimizer_step_post_hook(_count_step))
     try:
         return _STEPS[0], [(p.data_ptr(), p._version) for p in model.parameters()]
     except RuntimeError:
@@ -158,7 +150,7 @@ def cross_attention_step(
     store: PackedWeights | None = None,  # packed weights (None: plain products)
 ) -> Tensor:
     "`attn(y, kv=(k, v), mask=mask)` with the g beams of a sentence as g·n queries of one attention over its memory."
-    (B, h, S, d_k), N, n = k.shape, y.size(0), y.size(1)
+    (B, h, _, d_k), N, n = k.shape, y.size(0), y.size(1)
     g = N // B
     q = attn.split(project(store, y, attn.w_q), d_k)                           # [N, h, n, d_k]
     if g == 1:
@@ -461,677 +453,42 @@ class Int8Decoder(EngineDecoder):
     "The book's decoder with every product by a weight matrix in int8 (`Int8Weights`): on a CPU, in float32 models."
     store = Int8Weights
 
-# %% ../nbs/19_engine.ipynb #m0000002
-# `atx::mkl_pack` packs an `nn.Linear` weight `[n, k]` for products of about `rows` rows (the format serves any number
-# of rows); `atx::mkl_packed_linear` computes x·Wᵀ with it, into a new tensor (the bias is added after, where it fuses)
-MKL_SOURCE = r"""
-#include <torch/library.h>
-#include <ATen/ATen.h>
-extern "C" {
-size_t cblas_sgemm_pack_get_size(int identifier, int m, int n, int k);
-void cblas_sgemm_pack(int layout, int identifier, int trans, int m, int n, int k, float alpha, const float* src, int ld,
-                      float* dest);
-void cblas_sgemm_compute(int layout, int transa, int transb, int m, int n, int k, const float* a, int lda,
-                         const float* b, int ldb, float beta, float* c, int ldc);
-}
-constexpr int RowMajor = 101, NoTrans = 111, Trans = 112, Packed = 151, BMatrix = 162;
-
-at::Tensor mkl_pack(const at::Tensor& w, int64_t rows) {
-  TORCH_CHECK(w.dim() == 2 && w.scalar_type() == at::kFloat && w.device().is_cpu(),
-              "mkl_pack: a 2-d float32 CPU weight");
-  auto wc = w.contiguous();
-  int n = wc.size(0), k = wc.size(1);
-  auto bytes = cblas_sgemm_pack_get_size(BMatrix, rows, n, k);
-  auto out = at::empty({(int64_t)((bytes + 3) / 4)}, wc.options());
-  cblas_sgemm_pack(RowMajor, BMatrix, Trans, rows, n, k, 1.0f, wc.data_ptr<float>(), k, out.data_ptr<float>());
-  return out;
+# %% ../nbs/19_engine.ipynb #x0000004
+# each copy of the paper's math in the engine: the paper's methods it computes as ('module.Class.method')
+MIRRORS: dict[str, tuple[str, ...]] = {
+    "engine.stacked_qkv": ("attention.MultiHeadAttention.project_qkv",),
+    "engine.self_attention": ("attention.MultiHeadAttention.forward", "attention.MultiHeadAttention.project_qkv"),
+    "engine.self_attention_step": ("attention.MultiHeadAttention.forward", "attention.MultiHeadAttention.project_qkv"),
+    "engine.cross_attention_step": ("attention.MultiHeadAttention.forward", "attention.MultiHeadAttention.project_q"),
+    "engine.cross_kv": ("attention.MultiHeadAttention.project_kv", "model.Decoder.forward"),
+    "engine.feed_forward": ("layers.PositionwiseFeedForward.forward",),
+    "engine.encode": ("model.Transformer.encode", "model.Encoder.forward", "model.EncoderLayer.forward"),
+    "engine.decode_step": ("model.Transformer.decode", "model.Decoder.forward", "model.DecoderLayer.forward"),
+    "engine.log_probs": ("model.ModelBase.logits", "decoding.IncrementalDecoder.log_probs"),
 }
 
-at::Tensor mkl_packed_linear(const at::Tensor& x, const at::Tensor& packed, int64_t n) {
-  TORCH_CHECK(x.scalar_type() == at::kFloat && x.device().is_cpu(), "mkl_packed_linear: a float32 CPU input");
-  auto xc = x.contiguous();
-  int64_t k = xc.size(-1), m = xc.numel() / k;
-  auto sizes = xc.sizes().vec();
-  sizes.back() = n;
-  auto out = at::empty({m, n}, xc.options());
-  cblas_sgemm_compute(RowMajor, NoTrans, Packed, m, n, k, xc.data_ptr<float>(), k, packed.data_ptr<float>(), n, 0.0f,
-                      out.data_ptr<float>(), n);
-  return out.view(sizes);
-}
 
-TORCH_LIBRARY(atx, m) {
-  m.def("mkl_pack(Tensor w, int rows) -> Tensor");
-  m.def("mkl_packed_linear(Tensor x, Tensor packed, int n) -> Tensor");
-}
-TORCH_LIBRARY_IMPL(atx, CPU, m) {
-  m.impl("mkl_pack", mkl_pack);
-  m.impl("mkl_packed_linear", mkl_packed_linear);
-}
-"""
-
-_MKL = {}   # "loaded": whether the operators are loaded in this process (True or False once decided)
-
-
-def _first_line(e: Exception) -> str:
-    "An error as one line: its type and the first line of its message."
-    lines = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {lines[0] if lines else ''}"
-
-
-def _packed_linear_shape(x: Tensor, packed: Tensor, n: int) -> Tensor:
-    return x.new_empty((*x.shape[:-1], n))
-
-
-def _build_mkl_ops(lib: Path) -> None:
-    "Compile `MKL_SOURCE` against this torch into the shared library `lib`, whole or not at all."
-    from torch.utils import cpp_extension                             # only when building
-    src, part = lib.with_suffix(f".{os.getpid()}.cpp"), lib.with_suffix(f".{os.getpid()}.so")
-    lib.parent.mkdir(parents=True, exist_ok=True)
-    cxx = os.environ.get("CXX", "c++")
-    try:
-        src.write_text(MKL_SOURCE)
-        done = subprocess.run([cxx, "-O2", "-shared", "-fPIC", "-std=c++17", "-w",
-                               f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
-                               *(f"-I{p}" for p in cpp_extension.include_paths()), str(src), "-o", str(part),
-                               *(f"-L{p}" for p in cpp_extension.library_paths()), "-lc10", "-ltorch_cpu"],
-                              capture_output=True, text=True)
-        if done.returncode != 0:                                      # the compiler's first complaint, not its command
-            said = [line for line in done.stderr.splitlines() if "error" in line] or done.stderr.splitlines() or [""]
-            raise RuntimeError(f"{cxx} exited with status {done.returncode}: {said[0].strip()}")
-        os.replace(part, lib)
-        for old in lib.parent.glob("atx_mkl-*.so"):                   # another source's or torch's, no longer loaded
-            if old != lib:
-                with contextlib.suppress(OSError):
-                    old.unlink()
-    finally:
-        for p in (src, part):
-            with contextlib.suppress(OSError):
-                p.unlink(missing_ok=True)
-
-
-def mkl_ops(build: bool = True) -> bool:
-    # the library is named by a hash of its source and torch's version; why it could not be: `_MKL["why"]`
-    "Whether `torch.ops.atx.mkl_pack` and `mkl_packed_linear` are loaded: built into the cache directory if `build`."
-    if "loaded" in _MKL:
-        return _MKL["loaded"]
-    if not torch.backends.mkl.is_available():                         # e.g. an ARM CPU: oneDNN's packing, silently
-        _MKL["loaded"] = False
-        return False
-    try:
-        key = hashlib.sha256(f"{MKL_SOURCE}{torch.__version__}".encode()).hexdigest()[:16]
-        lib = cache_dir() / "ops" / f"atx_mkl-{key}.so"
-        if not lib.is_file():
-            if not build:
-                return False                                          # not decided: a later call may build it
-            _build_mkl_ops(lib)
-        torch.ops.load_library(str(lib))
-        torch.library.register_fake("atx::mkl_packed_linear")(_packed_linear_shape)
-        _MKL["loaded"] = True
-    except Exception as e:                                            # no compiler, no MKL symbols, no cache, ...
-        if not build:
-            return False
-        _MKL["loaded"], _MKL["why"] = False, _first_line(e)
-    return _MKL["loaded"]
-
-
-class MKLPackedWeights(PackedWeights):
-    "A model's weights packed by MKL for products of about `rows` rows, and used at any number of rows."
-    # what MKL's kernels are chosen for (how fast, not what is computed): see "How fast" for the choice
-    rows: int = 256
-
-    def pack(self, weight: Tensor, bias: Tensor | None) -> object:
-        "W packed by `cblas_sgemm_pack`, with W's shape `(out, in)`."
-        return torch.ops.atx.mkl_pack(weight.detach(), self.rows), tuple(weight.shape)
-
-    def multiply(self, x: Tensor, packed: object, bias: Tensor | None) -> Tensor:
-        # in a compiled step b joins the next element-wise kernel: no pass of its own
-        "x·Wᵀ by `cblas_sgemm_compute`, then + b."
-        out = torch.ops.atx.mkl_packed_linear(x, packed[0], packed[1][0])
-        return out if bias is None else out.add_(bias)
-
-# %% ../nbs/19_engine.ipynb #e0000030
-class InOrder(MKLPackedWeights):
-    # torch.export gives a module a new identity at each access, so a traced step cannot find a weight by its module
-    "MKL-packed weights handed out in the order a step multiplies by them, whatever the key asked for."
-    def __init__(self, packed: list[Tensor], shapes: list[tuple[int, int]]):
-        super().__init__()
-        self.queue = list(zip(packed, shapes))[::-1]
-
-    def get(self, key: object, default: object = None) -> object:
-        "The next packed weight and its shape."
-        return self.queue.pop()
-
-    def multiply(self, x: Tensor, packed: object, bias: Tensor | None) -> Tensor:
-        "x·Wᵀ + b, having checked that W has the shape of the product asked for."
-        p, (n, k) = packed
-        if x.size(-1) != k or (bias is not None and bias.size(0) != n):
-            raise RuntimeError(f"the step's products came in another order than recorded: a [{n}, {k}] weight "
-                               f"for a [..., {x.size(-1)}] input")
-        return super().multiply(x, packed, bias)
-
-
-class DecodingStep(nn.Module):
-    # what is compiled
-    "One cached decoding step on plain tensors, as `EngineDecoder.step` computes it from the second position on."
-    def __init__(self,
-                 model: Transformer,  # the model
-                 shapes: list[tuple[int, int]] | None = None,  # MKL-packed weights given as inputs: their shapes
-                 ):
-        super().__init__()
-        self.model, self.shapes = model, shapes
-
-    def forward(self,
-                new: Tensor,  # `[N, 1]` the new position's tokens (N = k·B rows)
-                mask: Tensor,  # `[B, 1, 1, S]` the sources' padding mask
-                position: Tensor,  # any `[t + 2]` tensor: the new position t, carried by a size (a symbol)
-                k: list[Tensor],  # each layer's key buffer `[N, h, T, d_k]`, t positions filled (written in place)
-                v: list[Tensor],  # each layer's value buffer `[N, h, T, d_v]`, likewise
-                cross_k: list[Tensor],  # each layer's encoder keys `[B, h, S, d_k]`
-                cross_v: list[Tensor],  # each layer's encoder values `[B, h, S, d_v]`
-                packed: list[Tensor],  # the weights packed by MKL in the order of use (`step_weights`), or none
-                rows: Tensor | None = None,  # beams: `IndirectKVCache.rows` `[N, T]` (the buffers may have more rows)
-                ) -> Tensor:
-        "Log-probabilities `[N, V]` of the next token."
-        store = InOrder(packed, self.shapes) if packed else None
-        return self.compute(new, mask, position, k, v, cross_k, cross_v, rows, store)
-
-    def compute(self, new: Tensor, mask: Tensor, position: Tensor, k: list[Tensor], v: list[Tensor],
-                cross_k: list[Tensor], cross_v: list[Tensor], rows: Tensor | None,
-                store: PackedWeights | None) -> Tensor:
-        "`forward` with the products through `store`."
-        kv = BufferedKVCache(len(k)) if rows is None else IndirectKVCache(len(k))
-        kv.rows = rows
-        kv.k, kv.v, kv.lengths = list(k), list(v), [position.size(0) - 2] * len(k)
-        h = decode_step(self.model, new, kv, list(zip(cross_k, cross_v)), mask, store)[:, -1]
-        return log_probs(self.model, h, store)
-
-
-class _Recorded(MKLPackedWeights):
-    # packed once for every program and for the uncompiled parts alike
-    "A program's MKL-packed weights, kept in `MKLPackedWeights.of(model)`; `keys` in the order the program uses them."
-    def __init__(self, shared: MKLPackedWeights):
-        super().__init__()
-        self.shared, self.keys = shared, []
-
-    def get(self, key: object, default: object = None) -> object:
-        "The shared store's copy, noting the key."
-        self.keys.append(key)
-        return self.shared.get(key, default)
-
-    def __setitem__(self, key: object, value: object):
-        self.shared[key] = value
-
-
-_RECORDED = weakref.WeakKeyDictionary()   # model -> (its parameters' stamp, {name: [(packed, shape), ...]})
-
-
-def recorded_weights(model: Transformer, name: str, run: Callable) -> list[tuple[Tensor, tuple[int, int]]]:
-    # kept under `name` while the weights are unchanged
-    "The MKL-packed weights `run(store)` multiplies by, in the order it does, with their shapes."
-    stamp, kept = parameters_stamp(model), _RECORDED.get(model)
-    if kept is None or kept[0] != stamp:
-        kept = _RECORDED[model] = (stamp, {})
-    if name not in kept[1]:
-        shared = MKLPackedWeights.of(model)
-        recorded = _Recorded(shared)
-        with torch.no_grad():
-            run(recorded)
-        kept[1][name] = [shared[key] for key in recorded.keys]
-    return kept[1][name]
-
-
-def step_weights(model: Transformer) -> list[tuple[Tensor, tuple[int, int]]]:
-    "`model`'s weights packed by MKL in the order `DecodingStep` multiplies by them, recorded on a step of one row."
-    att, L = model.decoder.layers[0].self_attn, len(model.decoder.layers)
-    buffers = lambda d: [torch.zeros(1, att.n_heads, 4, d) for _ in range(L)]
-    return recorded_weights(model, "step", lambda store: DecodingStep(model).compute(
-        torch.zeros(1, 1, dtype=torch.long), unpadded(1, 4), torch.empty(4),
-        buffers(att.d_k), buffers(att.d_v), buffers(att.d_k), buffers(att.d_v), None, store))
-
-
-_FILES = weakref.WeakKeyDictionary()   # model -> (its parameters' stamp when loaded, its file's fingerprint)
-
-
-def remember_file(model: Transformer, path: str | Path) -> None:
-    # not of every weight
-    "Note the file `model` was loaded from: its compiled steps are then named by a cheap fingerprint of the file."
-    st, h = os.stat(path), hashlib.sha256()
-    # the header (config, names, shapes) and the first and last MiB of weights
-    with open(path, "rb") as f:
-        h.update(f.read(1 << 20))
-        f.seek(max(0, st.st_size - (1 << 20)))
-        h.update(f.read())
-    h.update(f"{st.st_size}".encode())
-    _FILES[model] = (parameters_stamp(model), h.hexdigest())
-
-
-@functools.cache
-def _cpu_flags() -> str:
-    # a step is compiled for the CPU it is made on (-march=native): one cache folder may serve several CPUs
-    "The instruction sets the operating system lists for this CPU ('' where it lists none)."
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return line.split(":", 1)[1].strip()
-    return ""
-
-
-def step_key(model: Transformer, k: int, mkl: bool = False) -> str:
-    # the weights by their file where known
-    "What a compiled step depends on, hashed: the weights, configuration, rows per sentence, threads, CPU, code."
-    h = hashlib.sha256(repr((type(model).__name__, model.config, k, torch.get_num_threads(), torch.__version__,
-                             torch.backends.cpu.get_cpu_capability(), _cpu_flags(), mkl)).encode())
-    for f in sorted(Path(annotated_tx.__file__).parent.glob("*.py")):
-        h.update(f.read_bytes())
-    stamp, fingerprint = _FILES.get(model, (None, None))
-    if fingerprint is not None and stamp == parameters_stamp(model):
-        h.update(fingerprint.encode())
-        return h.hexdigest()[:32]
-    for name, t in model.state_dict().items():                          # not loaded from a file, or changed since
-        h.update(f"{name}{tuple(t.shape)}{t.dtype}".encode())
-        h.update(t.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy())
-    return h.hexdigest()[:32]
-
-
-def export_and_compile(module: nn.Module, example: tuple, dims: tuple, path: Path):
-    # the weights that are not inputs frozen into oneDNN's packed constants
-    "Export `module` on `example` inputs, the sizes `dims` names dynamic; AOTInductor into `path`."
-    with torch.no_grad(), torch._inductor.config.patch(freezing=True):
-        program = torch.export.export(module, example, dynamic_shapes=dims, strict=False,
-                                      prefer_deferred_runtime_asserts_over_guards=True)
-        torch._inductor.aoti_compile_and_package(program, package_path=str(path))
-
-
-def compile_step(model: Transformer, k: int, path: Path, mkl: bool = False):
-    # beams: reading an `IndirectKVCache`; `mkl`: the products by MKL-packed weights given as inputs (`step_weights`)
-    "Export `model`'s `DecodingStep` for `k` rows per sentence, sizes dynamic; AOTInductor into `path`."
-    # imported when a step is compiled, not by every translation
-    from torch.export import Dim
-    att, L = model.decoder.layers[0].self_attn, len(model.decoder.layers)
-    B, S, T, t = 3, 7, 11, 4                                        # example sizes, no two alike
-    buffers = lambda *shape: [torch.zeros(*shape) for _ in range(L)]   # one tensor a layer, none shared
-    b, s, room = Dim("sentences", min=1), Dim("source", min=2), Dim("room", min=4)
-    rows, pos = (b if k == 1 else k * b), Dim("position", min=3, max=model.config.max_len + 1)
-    # beams' buffers keep the rows of finished sentences
-    n, buffer_rows = (k * B, rows) if k == 1 else (k * B + 2, Dim.AUTO)
-    ex = (torch.zeros(k * B, 1, dtype=torch.long), unpadded(B, S), torch.empty(t + 2),
-          buffers(n, att.n_heads, T, att.d_k), buffers(n, att.n_heads, T, att.d_v),
-          buffers(B, att.n_heads, S, att.d_k), buffers(B, att.n_heads, S, att.d_v))
-    dims = ({0: rows}, {0: b, 3: s}, {0: pos}, [{0: buffer_rows, 2: room}] * L, [{0: buffer_rows, 2: room}] * L,
-            [{0: b, 2: s}] * L, [{0: b, 2: s}] * L)
-    weights = step_weights(model) if mkl else []
-    ex, dims = ex + ([p for p, _ in weights],), dims + ([None] * len(weights),)
-    if k > 1:
-        ex, dims = ex + (torch.zeros(k * B, T, dtype=torch.long),), dims + ({0: rows, 1: room},)
-    export_and_compile(DecodingStep(model, [shape for _, shape in weights]).eval(), ex, dims, path)
-
-
-# %% ../nbs/19_engine.ipynb #e0000030b
-class EncoderProgram(nn.Module):
-    # what is compiled of the encoder: one group of sentences of like length
-    "`encode(model, src, mask)` on plain tensors, the products by MKL-packed weights given as inputs (or none)."
-    def __init__(self, model: Transformer, shapes: list[tuple[int, int]] | None = None):
-        super().__init__()
-        self.model, self.shapes = model, shapes
-
-    def forward(self, src: Tensor, mask: Tensor, packed: list[Tensor]) -> Tensor:
-        "The encoder's output `[B, S, d_model]` of `src` `[B, S]` with its padding `mask` `[B, 1, 1, S]`."
-        return self.compute(src, mask, InOrder(packed, self.shapes) if packed else None)
-
-    def compute(self, src: Tensor, mask: Tensor, store: PackedWeights | None) -> Tensor:
-        "`forward` with the products through `store`."
-        return encode(self.model, src, mask, store)
-
-    def example(self) -> tuple[tuple, tuple]:
-        "Example inputs, and which of their sizes are dynamic (`torch.export`)."
-        from torch.export import Dim
-        b, s, (B, S) = Dim("sentences", min=1), Dim("source", min=2, max=self.model.config.max_len), (3, 7)
-        return ((torch.full((B, S), self.model.config.eos_id), unpadded(B, S)),
-                ({0: b, 1: s}, {0: b, 3: s}))
-
-
-class FirstProgram(EncoderProgram):
-    # the first position: one row per sentence, the encoder's keys and values projected here
-    "`EngineDecoder`'s first step on plain tensors: log-probabilities, position 0's keys and values, the encoder's."
-    def forward(self, new: Tensor, mask: Tensor, memory: Tensor, packed: list[Tensor]) -> tuple:
-        "From BOS `[B, 1]`, the mask `[B, 1, 1, S]` and the encoder's output `[B, S, d_model]`: see `compute`."
-        return self.compute(new, mask, memory, InOrder(packed, self.shapes) if packed else None)
-
-    def compute(self, new: Tensor, mask: Tensor, memory: Tensor, store: PackedWeights | None) -> tuple:
-        "Log-probabilities `[B, V]`, each layer's keys and values at position 0, each layer's encoder keys and values."
-        layers = self.model.decoder.layers
-        cross = [cross_kv(l.cross_attn, memory, store) for l in layers]
-        kv = KVCache(len(layers))
-        h = decode_step(self.model, new, kv, cross, mask, store)[:, -1]
-        return log_probs(self.model, h, store), kv.k, kv.v, [k for k, _ in cross], [v for _, v in cross]
-
-    def example(self) -> tuple[tuple, tuple]:
-        from torch.export import Dim
-        c = self.model.config
-        b, s, (B, S) = Dim("sentences", min=1), Dim("source", min=2, max=c.max_len), (3, 7)
-        return ((torch.full((B, 1), c.bos_id), unpadded(B, S), torch.zeros(B, S, c.d_model)),
-                ({0: b}, {0: b, 3: s}, {0: b, 1: s}))
-
-
-# what else is compiled beside the steps, by name
-PROGRAMS = {"encoder": EncoderProgram, "first position": FirstProgram}
-
-
-def program_weights(model: Transformer, name: str) -> list[tuple[Tensor, tuple[int, int]]]:
-    # recorded on the program's example inputs
-    "The MKL-packed weights the program `name` multiplies by, in order, with their shapes."
-    def run(store: PackedWeights):
-        program = PROGRAMS[name](model)
-        program.compute(*program.example()[0], store)
-    return recorded_weights(model, name, run)
-
-
-def compile_program(model: Transformer, name: str, path: Path, mkl: bool = False):
-    "Export the program `name` of `model`, sizes dynamic; AOTInductor into `path` (as `compile_step`)."
-    weights = program_weights(model, name) if mkl else []
-    program = PROGRAMS[name](model, [shape for _, shape in weights]).eval()
-    ex, dims = program.example()
-    export_and_compile(program, ex + ([p for p, _ in weights],), dims + ([None] * len(weights),), path)
-
-
-# %% ../nbs/19_engine.ipynb #e0000032
-# the bytes the compiled steps on disk may take, in MiB, unless the variable below says
-STEP_CACHE_MB = 1024
-STEP_CACHE_ENV = "ANNOTATED_TX_STEP_CACHE_MB"  # environment variable: another bound, in MiB (0: keep no compiled step)
-
-
-def steps_dir() -> Path:
-    "The folder of the kept compiled steps: `steps` in the user's cache directory."
-    return cache_dir() / "steps"
-
-
-def step_cache_bytes() -> int:
-    "The bound on the compiled steps' bytes: `$ANNOTATED_TX_STEP_CACHE_MB` MiB, else `STEP_CACHE_MB`."
-    value = os.environ.get(STEP_CACHE_ENV, "").strip()
-    try:
-        return int(float(value or STEP_CACHE_MB) * (1 << 20))
-    except ValueError:
-        raise ValueError(f"{STEP_CACHE_ENV}={value!r} is not a number of MiB") from None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:                                                  # alive, another user's
-        return True
-    return True
-
-
-def prune_steps(
-    folder: Path,  # the cache directory's `steps` folder
-    limit: int | None = None,  # bytes the kept steps may take (default: `step_cache_bytes()`)
-) -> list[Path]:
-    # return what was deleted
-    "Delete the least recently used compiled steps beyond `limit` bytes, and the parts an interrupted compile left."
-    limit = step_cache_bytes() if limit is None else limit
-    steps, gone = [], []
-    for p in folder.glob("*.pt2"):
-        with contextlib.suppress(OSError, ValueError):                # another process may delete it meanwhile
-            if len(p.suffixes) == 2 and not _alive(int(p.suffixes[0][1:])):   # KEY.PID.pt2 of a process that is gone
-                p.unlink()
-                gone.append(p)
-            elif len(p.suffixes) == 1:
-                st = p.stat()
-                steps.append((st.st_mtime, st.st_size, p))
-    total = 0
-    for _, size, p in sorted(steps, reverse=True):                   # the most recently used first
-        total += size
-        if total > limit:
-            with contextlib.suppress(OSError):                       # not ours to delete (a read-only cache)
-                p.unlink()
-                gone.append(p)
-    return gone
-
-
-def cache_report(folder: Path | None = None) -> tuple[list[tuple[Path, int]], int]:
-    "The kept compiled steps `(path, bytes)`, most recently used first, and the bound in bytes."
-    folder = steps_dir() if folder is None else folder
-    found = [(p.stat().st_mtime, p, p.stat().st_size) for p in folder.glob("*.pt2")] if folder.is_dir() else []
-    return [(p, size) for _, p, size in sorted(found, reverse=True)], step_cache_bytes()
-
-
-def _kept(path: Path) -> bool:
-    "Whether a compiled step is kept at `path`; any error but its absence is raised (a folder under a file, no access)."
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except FileNotFoundError:
-        return False
-
-
-def _say_once(said: set | None, line: str) -> None:
-    # a step and the programs beside it fail alike (in other files): one line for all
-    "Say `line` unless a line of the same kind (its words before ' (') is in `said`."
-    kind = line.split(" (")[0]
-    if said is not None:
-        if kind in said:
-            return
-        said.add(kind)
-    say(line)
-
-
-def load_or_compile_step(model: Transformer, k: int | str, path: Path, compile: bool,
-                         mkl: bool = False, said: set | None = None) -> Callable | bool | None:
-    # compiled first if asked and not there (saying so); `k` a name of `PROGRAMS`: that program
-    "The compiled step in `path`; None: not there; False: failed, having said why."
-    part = path.with_suffix(f".{os.getpid()}.pt2")
-    try:
-        if not _kept(path):
-            if not compile:
-                return None
-            what = (f"the {k}" if isinstance(k, str) else
-                    f"the decoding step for {'greedy decoding' if k == 1 else f'beam search ({k} beams)'}")
-            say(f"compiling {what} (once per model, {'' if isinstance(k, str) else 'search and '}thread count, "
-                f"kept for later runs; tens of seconds on a small CPU)")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            (compile_program if isinstance(k, str) else compile_step)(model, k, part, mkl)
-            # whole or not at all, for a process beside this one
-            os.replace(part, path)
-            prune_steps(path.parent, max(step_cache_bytes(), path.stat().st_size))   # the new step stays
-        else:
-            # used now: the last to be pruned (a read-only cache stays)
-            with contextlib.suppress(OSError):
-                os.utime(path)
-        # AOTInductor's C++ loader, called with the inputs flattened in order: its Python wrapper imports the compiler
-        loader = torch._C._aoti.AOTIModelPackageLoader(str(path), "model", False, 1, -1)
-        flat = lambda xs: [t for x in xs for t in (x if isinstance(x, list) else [x])]
-        if isinstance(k, str):                                        # a program: the packed weights last, all outputs
-            packed = [p for p, _ in program_weights(model, k)] if mkl else []
-            return lambda *inputs: loader.boxed_run(flat(inputs) + packed)
-        packed = [p for p, _ in step_weights(model)] if mkl else []    # given after the encoder's values
-        return lambda *inputs: loader.boxed_run(flat(inputs[:7]) + packed + flat(inputs[7:]))[0]
-    # no C++ compiler, an unreadable cache, a model variant, ...
-    except Exception as e:
-        _say_once(said, f"warning: decoding steps run uncompiled: the compiled step could not be made or loaded "
-                        f"({_first_line(e)})")
-        return False
-    finally:
-        with contextlib.suppress(OSError):
-            part.unlink(missing_ok=True)
-
-
-# model -> (its parameters' stamp, {(k, threads, mkl): [its file, its loaded step, whether it multiplies by MKL's]},
-#           the warnings said)
-_COMPILED = weakref.WeakKeyDictionary()
-
-
-def compiled_step(
-    model: Transformer,  # the model whose step to compile (its weights are frozen into the compiled code)
-    k: int,  # rows per sentence: 1 for greedy decoding, the beam size for beam search (one compiled step each)
-    compile: bool = True,  # compile the step if the cache directory does not have it yet (False: only load it)
-    mkl: bool = True,  # multiply by MKL's packed product where it can be had (False: by oneDNN's frozen packing)
-) -> Callable | None:
-    "`model`'s `DecodingStep` compiled ahead of time, loaded from the cache directory or compiled into it; else None."
-    stamp = parameters_stamp(model)
-    if stamp is None:
-        return None
-    kept = _COMPILED.get(model)
-    if kept is None or kept[0] != stamp:
-        kept = _COMPILED[model] = (stamp, {}, set())
-    # [its file, its step (False: failed), whether it multiplies by MKL-packed weights]
-    entry = kept[1].setdefault((k, torch.get_num_threads(), mkl), [None, None, False])
-    if entry[0] is None:
-        try:
-            folder = steps_dir()
-            entry[2] = mkl and mkl_ops(build=compile)                 # MKL's packed product where it can be had
-            entry[0] = folder / f"{step_key(model, k, entry[2])}.pt2"
-        except Exception as e:                                        # no home directory, an unreadable file, ...
-            _say_once(kept[2], "warning: decoding steps run uncompiled: no cache directory for compiled steps "
-                      f"({type(e).__name__}: {e})")
-            entry[0] = entry[1] = False
-    if entry[1] is None and entry[0]:
-        entry[1] = load_or_compile_step(model, k, entry[0], compile, entry[2], kept[2])
-        if entry[1] and "why" in _MKL:                                 # said once, where a step runs without it
-            say(f"warning: compiled steps multiply by oneDNN's packed weights: MKL's packed product could not be "
-                f"built or loaded ({_MKL.pop('why')})")
-    return entry[1] or None
-
-
-def has_compiled_steps(model: Transformer) -> bool:
-    "Whether a compiled step of `model` has been loaded in this process (for reports)."
-    kept = _COMPILED.get(model)
-    return kept is not None and any(step for _, step, _ in kept[1].values())
-
-
-# %% ../nbs/19_engine.ipynb #e0000033
-class CompiledDecoder(EngineDecoder):
-    # on a CPU, in float32, from the second position
-    "`EngineDecoder` with its steps, encoder and first position compiled ahead of time (AOTInductor)."
-    # compile a step the cache directory does not have yet (False: use only the kept ones)
-    compile_missing = True
-    # multiply by MKL's packed product where it can be had (False: oneDNN's packing, frozen into the step)
-    mkl = True
-
-    def __init__(self, model: Transformer, src: Tensor, k: int = 1, max_steps: int = 256):
-        cpu32 = (src.device.type == "cpu" and next(model.parameters()).dtype == torch.float32
-                 and not torch.is_grad_enabled() and engine_runs(model))
-        # where something runs uncompiled, by MKL's packed product too
-        if self.mkl and cpu32 and mkl_ops(build=self.compile_missing):
-            self.store = MKLPackedWeights
-        self.encoder = self.first = self.compiled = None
-        if cpu32:
-            self.encoder = compiled_step(model, "encoder", self.compile_missing, self.mkl)
-        super().__init__(model, src, k, max_steps)
-        if self.plain is not None:
-            return
-        m = self.memory                                               # the encoder's output `[B, S, d_model]`
-        if cpu32 and m.size(1) >= 2:
-            self.compiled = compiled_step(model, k, self.compile_missing, self.mkl)
-            self.first = compiled_step(model, "first position", self.compile_missing, self.mkl)
-        if self.compiled is not None and k > 1:                       # beams reordered by reference
-            self.cache.kv = IndirectKVCache(len(model.decoder.layers), max_steps)
-        if self.compiled is not None:                                 # a step reads one position more than it fills
-            self.cache.kv.max_len = max_steps + 1
-
-    def compiles(self, y: Tensor) -> bool:
-        # a step found, after the first position, within the model's positions, beams by reference
-        "Whether this step runs compiled."
-        return (self.compiled is not None and 1 <= len(self.cache) < self.model.config.max_len and not self.shared
-                and (self.k == 1 or self.cache.kv.rows is not None) and not torch.is_grad_enabled())
-
-    def encode_group(self, src: Tensor, mask: Tensor | None) -> Tensor:
-        if self.encoder is None or src.size(1) < 2:
-            return super().encode_group(src, mask)
-        mask = unpadded(*src.shape) if mask is None else mask
-        return self.encoder(src.contiguous(), mask.contiguous())[0]
-
-    def first_step(self, y: Tensor) -> Tensor:
-        # one row per sentence; the encoder's keys and values projected in the program
-        "The first position by its compiled program, the caches filled as `EngineDecoder.step` fills them."
-        k, (B, S, _) = self.k, self.memory.shape
-        self.shared = k > 1                                           # `step` found the k beams alike
-        if self.mask is None:                                         # as `step` gives it
-            self.mask = unpadded(B, S)
-        out = self.first(y[::k].contiguous(), self.mask.contiguous(), self.memory.contiguous())
-        L = len(self.model.decoder.layers)
-        logp, ks, vs, cross = out[0], out[1:1 + L], out[1 + L:1 + 2 * L], out[1 + 2 * L:]
-        self.cache.cross, self.memory = list(zip(cross[:L], cross[L:])), None
-        for i in range(L):
-            self.cache.kv.append(i, ks[i], vs[i])
-        return logp.repeat_interleave(k, 0) if self.shared else logp
-
-    def step(self, y: Tensor) -> Tensor:
-        if len(self.cache) == 0 and self.first is not None and y.size(1) == 1 and not torch.is_grad_enabled():
-            if self.k == 1 or self.alike(y):
-                return self.first_step(y)
-        if not self.compiles(y):
-            return super().step(y)
-        t, kv, (B, _, S, _) = len(self.cache), self.cache.kv, self.cache.cross[0][0].shape
-        if kv.room() <= t + 1:                                        # room for the new position and one more
-            kv.grow(t + 2)
-        if self.mask is None:
-            self.mask = unpadded(B, S)
-        cross_k, cross_v = (list(c) for c in zip(*self.cache.cross))
-        rows = [] if self.k == 1 else [kv.rows]
-        # the compiled code reads its inputs with the strides it was compiled for, those of contiguous tensors
-        if not all(b.is_contiguous() for b in kv.k + kv.v + cross_k + cross_v + rows):
-            return super().step(y)
-        logp = self.compiled(y[:, t:].contiguous(), self.mask.contiguous(), torch.empty(t + 2), kv.k, kv.v,
-                             cross_k, cross_v, *rows)
-        kv.lengths = [t + 1] * kv.n_layers
-        return logp
-
-
-class KeptStepsDecoder(CompiledDecoder):
-    # the engine's steps elsewhere
-    "`CompiledDecoder` that compiles nothing: the steps kept from an earlier compiling where there are some."
-    compile_missing = False
-
-
-# %% ../nbs/19_engine.ipynb #e0000035
-class IndirectKVCache(BufferedKVCache):
-    # `append` returns the keys read through the table
-    "`KVCache` whose `reorder` copies no keys: `rows[r, s]` is the buffers' row holding position s of row r."
-    # `[N, room]`, made at the first reorder; at the positions not yet cached, each row's own index
-    rows: Tensor | None = None
-
-    def table(self, n: int, past: Tensor | None = None) -> Tensor:
-        "A table for `n` rows: `past`'s entries at the cached positions (if given), each row's own index at the others."
-        own, t = torch.arange(n, device=self.k[0].device)[:, None].expand(n, self.room()), self.length()
-        return own.contiguous() if past is None else torch.cat([past[:, :t], own[:, t:]], 1)
-
-    def read(self, buffer: Tensor, n: int) -> Tensor:
-        # each from the row the table names
-        "The first `n` positions of every row from one of the buffers `[rows, h, T, d]`: `[N, h, n, d]`."
-        r = self.rows[:, None, :n]
-        h, s = torch.arange(buffer.size(1), device=buffer.device)[:, None], torch.arange(n, device=buffer.device)
-        # row r's position s from the buffers' row rows[r, s]
-        return buffer[r, h, s]
-
-    def append(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
-        if self.rows is None: return super().append(layer, k, v)
-        t, n, N = self.lengths[layer], k.size(2), k.size(0)
-        if t + n > self.room(): self.grow(t + n, k, v)
-        K, V = self.k[layer], self.v[layer]
-        # each row's new positions into its own row of the buffers
-        K[:N, :, t:t + n], V[:N, :, t:t + n] = k, v
-        self.lengths[layer] = t + n
-        return self.read(K, t + n), self.read(V, t + n)
-
-    def grow(self, need: int, k: Tensor | None = None, v: Tensor | None = None):
-        # where sentences have finished, the rows still decoding are first gathered through the table,
-        # so the finished ones are not copied on
-        "`KVCache.grow`, copying on only the rows still decoding."
-        if self.rows is not None and self.rows.size(0) < self.k[0].size(0):
-            t = self.length()
-            self.k, self.v, self._spare = [self.read(K, t) for K in self.k], [self.read(V, t) for V in self.v], None
-            self.rows = self.table(self.rows.size(0))                     # each row in its own row of the buffers again
-        super().grow(need, k, v)
-        if self.rows is not None: self.rows = self.table(self.rows.size(0), self.rows)
-
-    def reorder(self, rows: Tensor):
-        # a beam search's first reorder
-        "Reorder the table's rows; the buffers are copied only where there are more rows than they hold."
-        if self.k is None: return
-        if rows.numel() > self.k[0].size(0):
-            super().reorder(rows)
-            self.rows = self.table(rows.numel())
-            return
-        past = self.table(self.k[0].size(0)) if self.rows is None else self.rows
-        self.rows = self.table(rows.numel(), past.index_select(0, rows))
+def _method(name: str):
+    "The paper's method `name` ('module.Class.method' of annotated_tx), as it is now."
+    module, *path = name.split(".")
+    obj = importlib.import_module(f"annotated_tx.{module}")
+    for part in path:
+        obj = getattr(obj, part)
+    return obj
+
+
+def mirror_hashes() -> dict[str, str]:
+    # dedented, trailing spaces, blank lines and comment lines aside
+    "A hash of the source of each paper method `MIRRORS` names, by name."
+    def digest(name: str) -> str:
+        rows = (row.rstrip() for row in textwrap.dedent(inspect.getsource(_method(name))).splitlines())
+        kept = "\n".join(r for r in rows if r and not r.lstrip().startswith("#"))
+        return hashlib.sha256(kept.encode()).hexdigest()[:16]
+    return {name: digest(name) for name in sorted({n for names in MIRRORS.values() for n in names})}
+
+
+def mirror_drift(kept: dict[str, str]) -> list[str]:
+    "One line for each pair of `MIRRORS` whose paper method no longer hashes as `kept` (from `mirror_hashes`) says."
+    now = mirror_hashes()
+    return [f"{copy} mirrors {name}, whose source changed: check the copy again, then renew the kept hashes"
+            for copy, names in MIRRORS.items() for name in names if kept.get(name) != now[name]]

@@ -14,6 +14,8 @@ from torch import nn, Tensor
 import torch.nn.functional as F
 from .attention import MultiHeadAttention, KVCache, padding_mask
 from .layers import ACTIVATIONS, POSITIONAL, LayerDrop, PositionwiseFeedForward, Embeddings
+from .runtime import require
+
 
 # %% auto #0
 __all__ = ['EMB_INITS', 'CONFIGS', 'Config', 'TransformerConfig', 'get_config', 'position_module', 'self_attention', 'Residual',
@@ -55,19 +57,15 @@ EMB_INITS = ("normal", "xavier")   # how `ModelBase.init_weights` draws the toke
 
 def _check_config(c: TransformerConfig) -> None:
     "Refuse a configuration the model cannot build, naming the field and its value."
-    if c.share_embeddings and c.src_vocab_size != c.tgt_vocab_size:
-        raise ValueError(f"share_embeddings needs one vocabulary, got src_vocab_size={c.src_vocab_size} "
-                         f"and tgt_vocab_size={c.tgt_vocab_size}")
-    if c.activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {c.activation!r}")
-    if c.emb_init not in EMB_INITS:
-        raise ValueError(f"emb_init must be one of {tuple(EMB_INITS)}, got {c.emb_init!r}")
+    require(not c.share_embeddings or c.src_vocab_size == c.tgt_vocab_size, "share_embeddings",
+            f"needs one vocabulary, got src_vocab_size={c.src_vocab_size} and tgt_vocab_size={c.tgt_vocab_size}")
+    require(c.activation in ACTIVATIONS, "activation", f"must be one of {sorted(ACTIVATIONS)}", c.activation)
+    require(c.emb_init in EMB_INITS, "emb_init", f"must be one of {tuple(EMB_INITS)}", c.emb_init)
     for name in ("dropout", "attn_dropout", "ffn_dropout", "enc_layerdrop", "dec_layerdrop"):
-        if not 0 <= (p := getattr(c, name)) < 1: raise ValueError(f"{name} must be in [0, 1), got {p!r}")
-    if c.positional not in POSITIONAL:
-        raise ValueError(f"positional must be one of {tuple(POSITIONAL)}, got {c.positional!r}")
-    if problem := POSITIONAL[c.positional].problem(c.head_dim):
-        raise ValueError(f"positional={c.positional!r}: {problem}")
+        require(0 <= getattr(c, name) < 1, name, "must be in [0, 1)", getattr(c, name))
+    require(c.positional in POSITIONAL, "positional", f"must be one of {tuple(POSITIONAL)}", c.positional)
+    problem = POSITIONAL[c.positional].problem(c.head_dim)
+    require(problem is None, f"positional={c.positional!r}:", str(problem))
 
 # %% ../nbs/03_model.ipynb #03aa23dd
 @dataclass

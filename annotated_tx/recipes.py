@@ -13,14 +13,13 @@ from typing import Callable
 import torch
 from .model import Config, Transformer, TransformerConfig, get_config, count_parameters, load_model
 from .data import get_corpus
-from .runtime import say
+from .runtime import require, say
 from .tokenizer import Tokenizer, encode_pairs, filter_pairs
 from .batching import Batches
 from .trainer import TrainConfig, train
-from .checkpoints import list_checkpoints, average_last
+from .checkpoints import RunFiles, list_checkpoints, average_last
 from .runtime import dist_env
-from .decoding import DecodeConfig, translate
-from .engine import EngineDecoder
+from .decoding import DecodeConfig, pick_decoder, translate
 from .evaluation import score_corpus, corpus_bleu
 
 # %% auto #0
@@ -37,8 +36,8 @@ def _need(
     must: str,  # what it must be, for the message
 ) -> None:
     "Refuse a setting that is not a number or that `ok` rejects, naming the setting and its value."
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not ok(value):
-        raise ValueError(f"{key} must be {must}, got {value!r}")
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    require(number and ok(value), key, f"must be {must}", value)
 
 EXPECT_KEYS = {  # what `Recipe.expect` may hold
     "val_ppl": "[update, perplexity]: the validation perplexity is below this by this update",
@@ -94,9 +93,9 @@ class Recipe(Config):
             raise ValueError(f"unknown expect keys {sorted(unknown)}; known: {known}")
         if "val_ppl" in self.expect:
             v = self.expect["val_ppl"]
-            if not (isinstance(v, list) and len(v) == 2
-                    and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in v)):
-                raise ValueError(f"expect.val_ppl must be [update, perplexity], two positive numbers, got {v!r}")
+            require(isinstance(v, list) and len(v) == 2
+                    and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in v),
+                    "expect.val_ppl", "must be [update, perplexity], two positive numbers", v)
         for key in ("bleu", "updates"):
             if key in self.expect: _need(f"expect.{key}", self.expect[key], lambda v: v > 0, "positive")
         self.model_config(self.vocab_size)
@@ -208,7 +207,7 @@ def check_output_dir(
         probe.unlink()
     except OSError as e:
         raise PermissionError(f"cannot write to the output directory {out}: {e.strerror or e}") from None
-    saved = out / "recipe.json"
+    saved = RunFiles(out).recipe
     if saved.is_file() and json.loads(saved.read_text()) != recipe.to_dict():
         raise ValueError(f"{out} holds a run of a different recipe ({saved}); choose another --out directory, "
                          "or delete it to start again")
@@ -244,8 +243,9 @@ def score_split(
     progress: bool = True,  # show a progress bar
 ) -> tuple[dict, list[str]]:
     "Translate the source side of `pairs` and score it against the target side: (scores, translations)."
+    decoder = pick_decoder(next(model.parameters()).device, compile=False)
     hyps = translate(model, tokenizer, [s for s, _ in pairs], recipe.decode_config(beam), progress=progress,
-                     decoder=EngineDecoder)
+                     decoder=decoder)
     scores = score_corpus(hyps, [t for _, t in pairs], recipe.tgt_lang)
     return {k: dict(score=round(v.score, 2), signature=v.signature) for k, v in scores.items()}, hyps
 
@@ -257,7 +257,8 @@ def validation_probe(
     "The trainer's probe for a recipe: greedy BLEU on val sentences, the first one's translation, a plateau warning."
     pairs, warned = pairs[:recipe.probe_sentences], []
     def probe(model: Transformer, rec: dict) -> dict:
-        hyps = translate(model, tokenizer, [s for s, _ in pairs], recipe.decode_config(1), decoder=EngineDecoder)
+        decoder = pick_decoder(next(model.parameters()).device, compile=False)
+        hyps = translate(model, tokenizer, [s for s, _ in pairs], recipe.decode_config(1), decoder=decoder)
         out = {"greedy_bleu": round(corpus_bleu(hyps, [t for _, t in pairs]).score, 2),
                "sample": f"{pairs[0][0]} -> {hyps[0]}"}
         if "val_ppl" in recipe.expect and not warned:
@@ -343,7 +344,7 @@ def fit_recipe(
     say(f"model: {recipe.model} {config.d_model}d {config.n_enc_layers}+{config.n_dec_layers} layers, "
          f"{count_parameters(model) / 1e6:.1f}M parameters; {len(train_ids)} training pairs in {len(batches)} batches "
          f"of <= {max_tokens} tokens, {cfg.accum_steps * world} per update")
-    done_marker = out / "train_done.json"
+    done_marker = RunFiles(out).done
     if done_marker.is_file():                     # a finished run: do not train one step more, only re-score
         history = json.loads(done_marker.read_text())
         say(f"{out} holds a finished run ({history['step']} updates): scoring it again")
@@ -362,14 +363,15 @@ def score_run(
     progress: bool = True,  # show progress bars
 ) -> dict:
     "Average the last checkpoints, then score val and test with the final and the averaged weights: the results."
-    log = [json.loads(l) for l in (out / "log.jsonl").read_text().splitlines()]
+    run = RunFiles(out)
+    log = [json.loads(l) for l in run.log.read_text().splitlines()]
     steps = [r for r in log if "val_loss" not in r]
     results = {"train_seconds": round(steps[-1]["seconds"], 1) if steps else 0.0,
                "target_tokens": sum(r["tokens"] for r in steps)}
     results["tok_per_s"] = round(results["target_tokens"] / max(results["train_seconds"], 1e-9))
     chosen = [r for r in steps if "dropout" in r]                       # `dropout_by_budget`'s choice, if any
     if chosen: results["dropout"] = {k: chosen[-1][k] for k in ("step", "dropout", "expected_updates")}
-    models = {"final": out / "model.safetensors"}
+    models = {"final": run.model}
     ckpts = list_checkpoints(out)
     if recipe.average_last and len(ckpts) > 1:
         models["averaged"] = average_last(out, recipe.average_last)
@@ -379,13 +381,13 @@ def score_run(
         for split, pairs in ((recipe.val_split, val_pairs), (recipe.test_split, test_pairs)):
             scores, hyps = score_split(m, tokenizer, pairs, recipe, progress=progress)
             results[f"{name}/{split}"] = scores
-            (out / f"{split}.{name}.{recipe.tgt_lang}").write_text("\n".join(hyps) + "\n")
+            run.translations(split, name, recipe.tgt_lang).write_text("\n".join(hyps) + "\n")
             say(f"{name} weights, {split}, beam {recipe.beam}: BLEU {scores['bleu']['score']}  "
                  f"chrF {scores['chrf']['score']}  ({scores['bleu']['signature']})")
         if recipe.compare_greedy and recipe.beam > 1:   # greedy too, to show what beam search adds
             results[f"{name}/{recipe.test_split}/greedy"], _ = score_split(m, tokenizer, test_pairs, recipe, 1,
                                                                            progress)
-    if (out / "host.json").is_file(): results["host"] = json.loads((out / "host.json").read_text())
+    if run.hosts.is_file(): results["host"] = json.loads(run.hosts.read_text())
     return results
 
 def run_recipe(
@@ -398,21 +400,22 @@ def run_recipe(
     "Vocabulary, data, training, checkpoint averaging, decoding and scoring: the whole job. Returns the results."
     t_start = time.time()
     out = check_output_dir(out_dir, recipe)
+    run = RunFiles(out)
     check_data(recipe, data_dir, download)                            # fail now, not after an hour of training
-    (out / "recipe.json").write_text(json.dumps(recipe.to_dict(), indent=1))
+    run.recipe.write_text(json.dumps(recipe.to_dict(), indent=1))
     train_pairs, val_pairs, test_pairs = recipe_pairs(recipe, data_dir, download)
-    tokenizer = shared_vocabulary(train_pairs, recipe.vocab_size, out / "tokenizer.model")
+    tokenizer = shared_vocabulary(train_pairs, recipe.vocab_size, run.tokenizer)
     model, history = fit_recipe(recipe, out, tokenizer, train_pairs, val_pairs, progress)
     if history is None: return {}                                     # another process than rank 0: rank 0 scores
     results = {"recipe": recipe.to_dict(), "parameters": count_parameters(model), "updates": history["step"],
                "epochs": history["epoch"], "stopped": history["stopped"],
                **score_run(recipe, out, tokenizer, val_pairs, test_pairs, progress)}
-    log = [json.loads(l) for l in (out / "log.jsonl").read_text().splitlines()]
+    log = [json.loads(l) for l in run.log.read_text().splitlines()]
     results["problems"] = expectation_problems(recipe, results, [r for r in log if "val_loss" in r])
     results["peak_memory_mb"] = round(peak_memory_mb())
     results["wall_seconds"] = round(time.time() - t_start, 1)
-    (out / "results.json").write_text(json.dumps(results, indent=1))
-    say(f"peak resident memory: {results['peak_memory_mb']} MB; results in {out / 'results.json'}")
+    run.results.write_text(json.dumps(results, indent=1))
+    say(f"peak resident memory: {results['peak_memory_mb']} MB; results in {run.results}")
     return results
 
 # %% ../nbs/13_recipes.ipynb #e2519354

@@ -11,9 +11,9 @@ from pathlib import Path
 import torch
 
 # %% auto #0
-__all__ = ['BF16_MIN_SPEEDUP', 'ONEDNN_CACHE', 'MAPPED_BLOCK', 'RERUN_ENV', 'say', 'one_line', 'torch_threads', 'dist_env',
+__all__ = ['BF16_MIN_SPEEDUP', 'ONEDNN_CACHE', 'MAPPED_BLOCK', 'say', 'require', 'one_line', 'torch_threads', 'dist_env',
            'resolve_device', 'Precision', 'bf16_speedup', 'choose_precision', 'native_bf16', 'autocast_for', 'cpu_name',
-           'host_info', 'describe_host', 'retain_freed_memory', 'rerun', 'kept_run']
+           'host_info', 'describe_host', 'retain_freed_memory']
 
 # %% ../nbs/00_runtime.ipynb #2a824e6d
 def say(
@@ -21,6 +21,17 @@ def say(
 ) -> None:
     "Tell the user something on stderr, at once; stdout stays for results."
     print(msg, file=sys.stderr, flush=True)
+
+_NO_VALUE = object()
+
+def require(
+    ok: bool,  # whether the setting can be used
+    setting: str,  # the setting, as the user names it: 'beam size', 'TrainConfig.warmup', 'expect.bleu'
+    rule: str,  # what it must be: 'must be at least 1'
+    value=_NO_VALUE,  # what it was given (left out when the rule says it)
+) -> None:
+    "Refuse a setting, before any work, in the one form of such errors: 'SETTING RULE, got VALUE'."
+    if not ok: raise ValueError(f"{setting} {rule}" + ("" if value is _NO_VALUE else f", got {value!r}"))
 
 def one_line(e: BaseException) -> str:
     "An error as one line: a system `OSError` as its reason and file, any other its message with line breaks folded."
@@ -204,30 +215,3 @@ def retain_freed_memory(
     # under autocast the logits' blocks, bf16 and float32, would fragment kept memory (chapter 09): those are mapped
     mapped = mallopt(_M_MMAP_THRESHOLD, MAPPED_BLOCK) if autocast else mallopt(_M_MMAP_MAX, 0)
     return bool(mapped) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
-
-# %% ../nbs/00_runtime.ipynb #a0e1k002
-RERUN_ENV = "ANNOTATED_TX_RERUN"   # set to 1: long cells run again instead of showing their kept output
-
-def rerun() -> bool:
-    "Has the reader asked long cells to run again (`ANNOTATED_TX_RERUN=1`)?"
-    return os.environ.get(RERUN_ENV) == "1"
-
-def kept_run(
-    kept: str | Path,  # the folder that keeps the cell's output
-    run,  # the cell's work: a function of no arguments that prints and plots
-) -> None:
-    "Show what `run` printed and plotted, as kept in `kept`; with ANNOTATED_TX_RERUN=1, or no record, run it and keep that."
-    import base64
-    from IPython.display import Image, display
-    from IPython.utils.capture import capture_output
-    d = Path(kept)
-    if rerun() or not (d / "stdout.txt").is_file():
-        with capture_output() as cap: run()
-        d.mkdir(parents=True, exist_ok=True)
-        for old in d.glob("figure-*.png"): old.unlink()
-        (d / "stdout.txt").write_text(cap.stdout)
-        for i, png in enumerate((o.data["image/png"] for o in cap.outputs if "image/png" in o.data), 1):
-            (d / f"figure-{i}.png").write_bytes(base64.b64decode(png))
-    print((d / "stdout.txt").read_text(), end="")
-    for f in sorted(d.glob("figure-*.png")): display(Image(f.read_bytes()))
-

@@ -12,25 +12,24 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import IO, Callable, Iterable
-import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn, Tensor
 from torch.fx.experimental import _config as fx_config
 from tqdm import tqdm
-from .runtime import (Precision, dist_env, resolve_device, autocast_for, bf16_speedup, choose_precision,
+from .runtime import (Precision, dist_env, require, resolve_device, autocast_for, bf16_speedup, choose_precision,
                                   host_info, native_bf16, retain_freed_memory)
-from .model import Config, ModelBase, Residual, evaluating
+from .model import Config, evaluating
 from .batching import Batch, drop_words
 from .layers import LayerDrop
-from .checkpoints import (unwrap, read_json, save_weights, save_checkpoint, load_checkpoint, list_checkpoints,
-                                     gather_rng, host_rng, restore_rng, seed_everything, RunLock)
-from .optimization import batch_loss, make_optimizer, rate, cooldown_scale, set_lr
+from .checkpoints import (RunFiles, unwrap, read_json, save_weights, save_checkpoint, load_checkpoint,
+                                      list_checkpoints, gather_rng, host_rng, restore_rng, seed_everything, RunLock)
+from .optimization import batch_loss, make_optimizer, set_lr
+from .budget import BudgetDropout, learning_rate, set_dropout
+from .progress import progress_bar, show_progress, validation_line
 
 # %% auto #0
-__all__ = ['BUDGET_PROBE', 'TrainConfig', 'validation_loss', 'learning_rate', 'expected_updates', 'budget_dropout',
-           'pdrop_layers', 'set_dropout', 'update_step', 'budget_used', 'progress_bar', 'validation_line',
-           'distinct_sizes', 'train']
+__all__ = ['TrainConfig', 'validation_loss', 'update_step', 'distinct_sizes', 'train']
 
 # %% ../nbs/09_trainer.ipynb #4bc5aa0c
 @dataclass
@@ -47,7 +46,7 @@ class TrainConfig(Config):
     adam_eps: float = 1e-9  # Adam ε
     label_smoothing: float = 0.1  # ε_ls
     word_dropout: float = 0.0  # share of source and decoder-input words set to <unk> (`drop_words`; not the paper)
-    dropout_by_budget: list = field(default_factory=list)  # [[updates, P_drop], …] (`budget_dropout`; not the paper)
+    dropout_by_budget: list = field(default_factory=list)  # [[updates, P_drop], …] (`BudgetDropout`; not the paper)
     accum_steps: int = 1  # micro-batches per process per update (gradient accumulation)
     clip_norm: float = 0.0  # clip the global gradient norm to this (0: no clipping, as in the paper)
     checkpoint_every_updates: int = 0  # write a checkpoint every N updates (0: off)
@@ -62,8 +61,7 @@ class TrainConfig(Config):
     progress: bool = True  # show a progress bar (rank 0 only)
 
     def __post_init__(self):
-        def need(ok: bool, name: str, what: str):
-            if not ok: raise ValueError(f"TrainConfig.{name} {what}, got {getattr(self, name)!r}")
+        def need(ok: bool, name: str, what: str): require(ok, f"TrainConfig.{name}", what, getattr(self, name))
         for name in ("max_updates", "max_epochs", "max_minutes", "checkpoint_every_updates", "checkpoint_every_minutes",
                      "keep_last", "val_every", "clip_norm"):
             need(getattr(self, name) >= 0, name, "must be >= 0 (0: off)")
@@ -118,69 +116,6 @@ def validation_loss(
     return {"val_loss": total / n, "val_nll": nll / n, "val_ppl": math.exp(min(nll / n, 50)), "val_tokens": n}
 
 
-# %% ../nbs/09_trainer.ipynb #ac0bea3e
-def _budget_shares(
-    cfg: TrainConfig,  # its max_updates, max_minutes and max_epochs are the budget
-    updates: int,  # updates done
-    seconds: float,  # training seconds spent
-    epochs: float | None = None,  # epochs done, with the fraction of the current one (None: not counted)
-) -> list[float]:
-    "The share spent of each limit the budget sets: updates, minutes of training, epochs."
-    return (([updates / cfg.max_updates] if cfg.max_updates else [])
-            + ([seconds / (60 * cfg.max_minutes)] if cfg.max_minutes else [])
-            + ([epochs / cfg.max_epochs] if cfg.max_epochs and epochs is not None else []))
-
-def learning_rate(
-    cfg: TrainConfig,  # warmup, lr_factor, and the cooldown with its budget (max_updates, max_minutes)
-    step: int,  # the update about to be made, from 1
-    *,
-    d_model: int,  # d_model of eq. (3)
-    seconds: float = 0.0,  # training seconds spent before it (a time budget's share)
-) -> float:
-    # the cooldown's factor: at the share of the budget spent before the update
-    "The rate of update `step`: `lr_factor` × eq. (3) × the cooldown's factor."
-    used = max(_budget_shares(cfg, step - 1, seconds), default=0.0)    # updates or minutes, whichever runs out first
-    return cfg.lr_factor * rate(step, d_model, cfg.warmup) * cooldown_scale(used, cfg.cooldown)
-
-
-# %% ../nbs/09_trainer.ipynb #d5b0a002
-BUDGET_PROBE = 100  # updates a time budget times before `dropout_by_budget` projects their pace
-
-def expected_updates(
-    cfg: TrainConfig,  # its max_updates and max_minutes are the budget
-    step: int,  # updates done
-    seconds: float,  # the training seconds they took
-) -> float:
-    "The updates the budget allows: `max_updates`, or fewer where `max_minutes` runs out first at the pace so far."
-    caps = [float(cfg.max_updates)] if cfg.max_updates else []
-    if cfg.max_minutes and step and seconds > 0: caps.append(step / seconds * 60 * cfg.max_minutes)
-    if not caps: raise ValueError("expected_updates needs max_updates, or max_minutes and updates already timed")
-    return min(caps)
-
-def budget_dropout(
-    anchors: list,  # [[updates, P_drop], …], as `TrainConfig.dropout_by_budget`
-    updates: float,  # the updates the budget allows
-) -> float:
-    "$P_{drop}$ on the straight lines between the anchors at `updates`, held at the nearest anchor beyond them."
-    xs, ys = zip(*sorted(anchors))
-    return float(np.interp(updates, xs, ys))
-
-def pdrop_layers(
-    model: nn.Module,  # a model of the book (`ModelBase`), or a wrapper of one
-) -> list[nn.Dropout]:
-    "The dropout layers $P_{drop}$ names (§5.4): on embeddings + positions, and on each sub-layer's output."
-    return [m.dropout for m in unwrap(model).modules() if isinstance(m, (ModelBase, Residual))]
-
-def set_dropout(
-    model: nn.Module,  # a model of the book (`ModelBase`), or a wrapper of one
-    p: float,  # the new P_drop
-) -> int:
-    "Set $P_{drop}$ (`pdrop_layers`); returns how many layers."
-    layers = pdrop_layers(model)
-    for d in layers: d.p = p
-    return len(layers)
-
-
 # %% ../nbs/09_trainer.ipynb #c0db7019
 def update_step(
     model: nn.Module,  # computes the loss: the model, or its DistributedDataParallel and/or torch.compile wrapper
@@ -229,60 +164,6 @@ def update_step(
     return {"loss": loss_sum / n_tokens, "nll": nll_sum / n_tokens, "lr": lr, "tokens": n_tokens, **rec}
 
 
-# %% ../nbs/09_trainer.ipynb #b1c2d306
-def budget_used(
-    cfg: TrainConfig,  # its max_updates, max_minutes and max_epochs are the budget
-    step: int,  # updates done
-    seconds: float,  # training seconds spent
-    epochs: float | None = None,  # epochs done, with the fraction of the current one (None: unknown)
-) -> tuple[float | None, str]:
-    # the share: of the limit closest to running out; None when no limit is known
-    "Share of the budget spent and 'spent/budget' of each limit."
-    parts = [f"update {step:,}" + (f"/{cfg.max_updates:,}" if cfg.max_updates else "")]
-    if cfg.max_minutes:
-        parts.append(f"{tqdm.format_interval(seconds)}/{tqdm.format_interval(60 * cfg.max_minutes)} of training")
-    if cfg.max_epochs and epochs is not None: parts.append(f"epoch {epochs:.2f}/{cfg.max_epochs}")
-    shares = _budget_shares(cfg, step, seconds, epochs)
-    return (min(1.0, max(shares)) if shares else None), ", ".join(parts)
-
-def progress_bar(
-    cfg: TrainConfig,  # the budget, and whether to show the bar at all (`progress`)
-    step: int = 0,  # updates done before this start (a resumed run)
-    seconds: float = 0.0,  # training seconds spent before this start
-    epochs: float | None = None,  # epochs done before this start (None: unknown)
-    disable: bool = False,  # hide it (e.g. on every process but rank 0)
-    precision: str = "float32",  # what the run computes in (`str` of `choose_precision`'s answer), shown first
-) -> tqdm:
-    # the bar: the precision, spent/budget, percentage and ETA, then loss, learning rate and tokens/s
-    "A tqdm bar over the share of the budget."
-    share, text = budget_used(cfg, step, seconds, epochs)
-    fmt = "{desc} {percentage:3.0f}%|{bar:16}| ETA {remaining}{postfix}" if share is not None else "{desc}{postfix}"
-    return tqdm(total=1.0 if share is not None else None, initial=share or 0.0, desc=f"train ({precision}) {text}",
-                bar_format=fmt, disable=disable or not cfg.progress, mininterval=1.0, dynamic_ncols=True)
-
-def _show_progress(bar: tqdm, cfg: TrainConfig, rec: dict, epochs: float | None, loss: bool, skipped: int = 0,
-                   precision: str = "float32") -> None:
-    "Show an update's record on the bar: budget spent, and (when `loss`) loss, rate, throughput and float16's scale."
-    share, text = budget_used(cfg, rec["step"], rec["seconds"], epochs)
-    bar.set_description_str(f"train ({precision}) {text}", refresh=False)
-    fp16 = f", float16 scale {rec['scale']:g} ({skipped} skipped)" if "scale" in rec else ""
-    if loss:
-        bar.set_postfix_str(f"loss {rec['loss']:.3f}, lr {rec['lr']:.2e}, {rec['tok_per_s']:,.0f} tok/s{fp16}",
-                            refresh=False)
-    bar.update(share - bar.n if share is not None else 0)
-
-# %% ../nbs/09_trainer.ipynb #0ca4741b
-def validation_line(
-    rec: dict,  # a validation record of the log
-) -> str:
-    "What a validation tells the user: the perplexity, the numbers a probe added, and its text on lines of their own."
-    nums = [f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in rec.items()
-            if k not in ("step", "epoch", "val_loss", "val_nll", "val_ppl", "val_tokens") and not isinstance(v, str)]
-    text = [f"  {k}: {v}" for k, v in rec.items() if isinstance(v, str)]
-    head = f"validation at update {rec['step']:,}: perplexity {rec['val_ppl']:.2f}" + "".join(f", {n}" for n in nums)
-    return "\n".join([head] + text)
-
-
 # %% ../nbs/09_trainer.ipynb #64453005
 @dataclass
 class _Session:
@@ -290,7 +171,7 @@ class _Session:
     model: nn.Module  # the plain model, on its device
     optimizer: torch.optim.Optimizer  # its Adam
     cfg: TrainConfig  # the loop's settings
-    out_dir: Path  # the run directory
+    files: RunFiles  # the run directory's files
     rank: int  # this process's rank
     world: int  # number of processes
     device: torch.device  # where it trains
@@ -306,44 +187,45 @@ class _Session:
     history: dict = field(default_factory=lambda: {"train": [], "val": []})  # the log's records
     log: IO | None = None  # log.jsonl, open for appending (rank 0)
     skipped: int = 0  # updates skipped on a float16 overflow since this start
-    dropout: float | None = None  # the P_drop `dropout_by_budget` chose (None: not chosen, the model's)
+    budget: BudgetDropout | None = None  # `dropout_by_budget`'s choice of P_drop, from where this start begins
 
     def resume(self, resume: bool | str | Path) -> Path | None:
         "Load the checkpoint to go on from (None: a fresh start) and set the generators for the next update."
-        ckpts = list_checkpoints(self.out_dir)
+        ckpts = list_checkpoints(self.files.root)
         start = Path(resume) if isinstance(resume, (str, Path)) else (ckpts[-1] if resume and ckpts else None)
         if start is None and ckpts and not resume:
-            raise ValueError(f"{self.out_dir} already holds checkpoints ({ckpts[-1].name}); "
+            raise ValueError(f"{self.files.root} already holds checkpoints ({ckpts[-1].name}); "
                              "resume, or use another directory")
-        if start is None:
-            seed_everything(self.cfg.seed + self.rank)
-            return None
-        state = load_checkpoint(start, self.model, self.optimizer, self.device)
+        state = load_checkpoint(start, self.model, self.optimizer, self.device) if start is not None else {}
+        if state: self.restore(state)
+        else: seed_everything(self.cfg.seed + self.rank)
+        self.budget = BudgetDropout(self.cfg, self.step, self.seconds, p=state.get("dropout"))
+        if self.budget.p is not None: set_dropout(self.model, self.budget.p)    # chosen before the checkpoint: kept
+        return start
+
+    def restore(self, state: dict) -> None:
+        "Stand where a checkpoint's `state` stood: counters, clock, generators and float16's scale."
         self.step, self.epoch = state["step"], state["epoch"]
         self.done, self.seconds = state["batches_done_in_epoch"], state["train_seconds"]
         self.saved_at, self.saved_seconds = self.step, self.seconds
         if not restore_rng(state, self.rank, self.device): seed_everything(self.cfg.seed + self.rank + 7919 * self.step)
         if self.scaler is not None and "grad_scaler" in state: self.scaler.load_state_dict(state["grad_scaler"])
-        if state.get("dropout") is not None:                  # chosen by the budget before the checkpoint: kept
-            self.dropout = state["dropout"]
-            set_dropout(self.model, self.dropout)
-        return start
 
     def open_log(self, opened: ExitStack, resumed: bool) -> None:
         "rank 0: keep the log up to the update resumed from, add this start to host.json, and open the log."
         if self.rank != 0: return
-        out, log_path = self.out_dir, self.out_dir / "log.jsonl"
-        out.mkdir(parents=True, exist_ok=True)
-        for p in (out / "checkpoints").glob("step-*.tmp*"): shutil.rmtree(p, ignore_errors=True)  # killed mid-write
-        old = [json.loads(line) for line in log_path.read_text().splitlines()] if resumed and log_path.is_file() else []
+        f = self.files
+        f.root.mkdir(parents=True, exist_ok=True)
+        for p in f.checkpoints.glob("*.tmp*"): shutil.rmtree(p, ignore_errors=True)     # a checkpoint killed mid-write
+        old = [json.loads(line) for line in f.log.read_text().splitlines()] if resumed and f.log.is_file() else []
         kept = [r for r in old if r["step"] <= self.step]       # lines after the checkpoint are redone
         for r in kept: self.history["val" if "val_loss" in r else "train"].append(r)
-        log_path.write_text("".join(json.dumps(r) + "\n" for r in kept))
-        hosts = read_json(out / "host.json") if resumed and (out / "host.json").is_file() else []
+        f.log.write_text("".join(json.dumps(r) + "\n" for r in kept))
+        hosts = read_json(f.hosts) if resumed and f.hosts.is_file() else []
         hosts = ([h for h in hosts if h["from_update"] < self.step]
                  + [{"from_update": self.step, **host_info(self.device, self.cfg.amp)}])
-        (out / "host.json").write_text(json.dumps(hosts, indent=1))   # one record per start of the run
-        self.log = opened.enter_context(open(log_path, "a"))
+        f.hosts.write_text(json.dumps(hosts, indent=1))   # one record per start of the run
+        self.log = opened.enter_context(open(f.log, "a"))
 
     def write(self, rec: dict) -> None:
         "Add a record to the history and the log."
@@ -363,33 +245,34 @@ class _Session:
         self.write(rec)
         tqdm.write(validation_line(rec), file=sys.stderr)
 
+    def state(self) -> dict:
+        "Where the run stands, as a checkpoint records it beside the weights, Adam's moments and the generators."
+        state = {"step": self.step, "epoch": self.epoch, "batches_done_in_epoch": self.done,
+                 "train_seconds": self.seconds, "world_size": self.world, "train_config": self.cfg.to_dict(),
+                 "host_rng": host_rng()}
+        if self.scaler is not None: state["grad_scaler"] = self.scaler.state_dict()
+        if self.budget.p is not None: state["dropout"] = self.budget.p
+        return state
+
     def checkpoint(self) -> None:
         "Write a checkpoint of this update (every process takes part; rank 0 writes) and keep the last `keep_last`."
         rng = gather_rng(self.device, self.world)              # collective: every process takes part
         if self.rank == 0:
-            state = {"step": self.step, "epoch": self.epoch, "batches_done_in_epoch": self.done,
-                     "train_seconds": self.seconds, "world_size": self.world, "train_config": self.cfg.to_dict(),
-                     "host_rng": host_rng()}
-            if self.scaler is not None: state["grad_scaler"] = self.scaler.state_dict()
-            if self.dropout is not None: state["dropout"] = self.dropout
-            save_checkpoint(self.out_dir / "checkpoints" / f"step-{self.step:08d}", self.model, self.optimizer,
-                            state, rng)
+            save_checkpoint(self.files.checkpoint(self.step), self.model, self.optimizer, self.state(), rng)
             if self.cfg.keep_last:
-                for old in list_checkpoints(self.out_dir)[:-self.cfg.keep_last]: shutil.rmtree(old, ignore_errors=True)
+                for old in list_checkpoints(self.files.root)[:-self.cfg.keep_last]:
+                    shutil.rmtree(old, ignore_errors=True)
         self.saved_at, self.saved_seconds = self.step, self.seconds
 
     def choose_dropout(self) -> dict:
-        "`dropout_by_budget`: once the budget's updates are known, set P_drop for them; what the log line adds."
-        cfg = self.cfg
-        if not cfg.dropout_by_budget or self.dropout is not None: return {}
-        if cfg.max_minutes and self.step < BUDGET_PROBE: return {}      # the pace is not known yet
-        n = expected_updates(cfg, self.step, self.seconds)       # under several processes, rank 0's clock
-        self.dropout = budget_dropout(cfg.dropout_by_budget, n)
-        set_dropout(self.model, self.dropout)
-        if self.rank == 0:
-            tqdm.write(f"dropout {self.dropout:.3f} from update {self.step + 1:,}: the budget allows about {n:,.0f} "
-                       "updates (dropout_by_budget)", file=sys.stderr)
-        return {"dropout": self.dropout, "expected_updates": round(n)}
+        "`dropout_by_budget`: set P_drop where `BudgetDropout` (re)chooses it, and say so when it moves; for the log."
+        before, chosen = self.budget.p, self.budget.choose(self.step, self.seconds)
+        if not chosen: return {}
+        set_dropout(self.model, chosen["dropout"])
+        if self.rank == 0 and (before is None or f"{before:.2f}" != f"{chosen['dropout']:.2f}"):
+            tqdm.write(f"dropout {chosen['dropout']:.3f} from update {self.step + 1:,}: the budget allows about "
+                       f"{chosen['expected_updates']:,} updates (dropout_by_budget)", file=sys.stderr)
+        return chosen
 
     def limit_reached(self) -> str | None:
         "The limit the run has reached: 'max_updates' or 'max_minutes' (None: neither)."
@@ -414,19 +297,18 @@ class _Session:
         by_count = cfg.checkpoint_every_updates and self.step % cfg.checkpoint_every_updates == 0
         return stop, bool(by_count or by_time or stop)
 
-
 # %% ../nbs/09_trainer.ipynb #c97fe461
 def _open_run(
     opened: ExitStack,  # what is opened here is closed with it
     model: nn.Module,  # the model to train
     cfg: TrainConfig,  # the loop's settings
-    out_dir: Path,  # the run directory
+    files: RunFiles,  # the run directory's files
     resume: bool | str | Path,  # as in `train`
     device: torch.device,  # where it trains
 ) -> _Session:
     "Take the run directory's lock, join the processes, and go on from the latest checkpoint or start afresh."
     rank, world, _ = dist_env()
-    if rank == 0: opened.enter_context(RunLock(out_dir))
+    if rank == 0: opened.enter_context(RunLock(files.root))
     if world > 1 and not dist.is_initialized():
         if device.type == "cuda": torch.cuda.set_device(device)
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
@@ -441,7 +323,7 @@ def _open_run(
     d_model = cfg.d_model or getattr(getattr(model, "config", None), "d_model", None)
     if not d_model: raise ValueError("the learning-rate schedule needs d_model: set TrainConfig.d_model")
     scaler = torch.amp.GradScaler(device.type) if precision.scaled else None
-    run = _Session(model, make_optimizer(model, cfg.betas, cfg.adam_eps), cfg, out_dir, rank, world, device, d_model,
+    run = _Session(model, make_optimizer(model, cfg.betas, cfg.adam_eps), cfg, files, rank, world, device, d_model,
                    precision, scaler)
     start = run.resume(resume)
     run.open_log(opened, resumed=start is not None)
@@ -470,7 +352,7 @@ def _train_until_stop(
     epochs = lambda: run.epoch + run.done / per_epoch if per_epoch else None
     # a resumed run may have reached it already
     stop = run.limit_reached()
-    with progress_bar(cfg, run.step, run.seconds, epochs(), disable=run.rank != 0,
+    with progress_bar(cfg, run.step, run.seconds, epochs(), disable=run.rank != 0 or not cfg.progress,
                       precision=str(run.precision)) as bar, \
             distinct_sizes() if cfg.compile else nullcontext():
         while stop is None:
@@ -493,8 +375,8 @@ def _train_until_stop(
                        "seconds": run.seconds, **chosen}
                 if run.rank == 0:
                     run.write(rec)
-                    _show_progress(bar, cfg, rec, epochs(), run.step % cfg.log_every == 0 or run.step == 1, run.skipped,
-                                   str(run.precision))
+                    show_progress(bar, cfg, rec, epochs(), run.step % cfg.log_every == 0 or run.step == 1, run.skipped,
+                                  str(run.precision))
                 if cfg.val_every and run.step % cfg.val_every == 0: run.validate(val_data, probe, loss)
                 stop, save = run.decide()
                 if save: run.checkpoint()
@@ -520,12 +402,11 @@ def train(
     out_dir = Path(out_dir)
     device = resolve_device(cfg.device, dist_env()[2])
     with ExitStack() as opened:                           # closed on return and on error, last opened first
-        run = _open_run(opened, model, cfg, out_dir, resume, device)
+        run = _open_run(opened, model, cfg, RunFiles(out_dir), resume, device)
         stop = _train_until_stop(run, data, val_data, probe, loss)
         if run.saved_at != run.step: run.checkpoint()
         # once per step
         if not (run.history["val"] and run.history["val"][-1]["step"] == run.step): run.validate(val_data, probe, loss)
-        if run.rank == 0: save_weights(run.model, out_dir / "model.safetensors", {"step": run.step})
+        if run.rank == 0: save_weights(run.model, run.files.model, {"step": run.step})
     return {**run.history, "step": run.step, "epoch": run.epoch, "stopped": stop, "out_dir": str(out_dir),
             "checkpoints": [str(p) for p in list_checkpoints(out_dir)]}
-

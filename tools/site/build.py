@@ -250,8 +250,9 @@ def chart_html(spec: dict, opt: dict, n: int) -> str:
 
 
 class Page:
-    def __init__(self, src: Path, name: str, module: str | None):
+    def __init__(self, src: Path, name: str, module: str | None, others: tuple = ()):
         self.src, self.name, self.module = src, name, module
+        self.modules = ([module] if module else []) + [m for m in others if m != module]   # `#| export OTHER` too
         self.title, self.anchors = name, {}   # anchors: documented name -> html id
 
 
@@ -388,9 +389,8 @@ def api_page(pages: list[Page], d: dict) -> str:
            f"Every public name of the `{PKG}` package, module by module, in chapter order. Each name links to its "
            "entry in the chapter that builds it: the signature, the docstring and the code. "
            "`from annotated_tx.<module> import <name>` imports it.", ""]
-    for p in pages:
-        if not p.module: continue
-        modname = f"{PKG}.{p.module}"
+    for p, module in ((p, m) for p in pages for m in p.modules if not m.startswith("_")):
+        modname = f"{PKG}.{module}"
         syms = d["syms"].get(modname, {})
         try: mod = importlib.import_module(modname)
         except Exception as e: raise BuildError(f"cannot import {modname} for the API reference: {e}")
@@ -436,7 +436,7 @@ def make_lookup(pages: list[Page], d: dict):
     s = d["settings"]
     base = (s.get("doc_host", "") + s.get("doc_baseurl", "")).rstrip("/") + "/"
     by_url = {}
-    by_mod = {p.module: p for p in pages if p.module}
+    by_mod = {m: p for p in pages for m in p.modules}
     for modname, syms in d["syms"].items():
         p = by_mod.get(modname.split(".", 1)[-1])
         if p is None: continue
@@ -493,7 +493,9 @@ def build(out: Path, nbs: Path, fixtures: bool, jobs: str) -> int:
         m = next((re.search(r"^\s*#\|\s*default_exp\s+(\S+)", "".join(c["source"]), flags=re.M)
                   for c in nb["cells"] if c["cell_type"] == "code"
                   and re.search(r"^\s*#\|\s*default_exp", "".join(c["source"]), flags=re.M)), None)
-        pages.append(Page(p, p.stem, m.group(1) if m else None))
+        code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+        others = tuple(dict.fromkeys(re.findall(r"^\s*#\|\s*export\s+(\w+)", code, flags=re.M)))
+        pages.append(Page(p, p.stem, m.group(1) if m else None, others))
     lookup = make_lookup(pages, d)
     src_dir = PROC
     with Step(f"process {len(pages)} notebooks (nbdev processors, show_doc, MyST)"):
