@@ -9,7 +9,8 @@ and for developers:
 
     python tasks.py setup [--dev]  only create/update .venv
     python tasks.py sync           fail if nbdev-export / nbdev-clean would change a tracked file
-    python tasks.py lint           ruff on the package: no line over 120 characters, one statement per line
+    python tasks.py lint           ruff on the package: no line over 120 characters, one statement per line,
+                                   pyflakes' F rules (no unused or undefined name, no redefinition)
     python tasks.py readme         write README.md from nbs/index.ipynb
     python tasks.py site           build the book as an offline static site in _site/ (tools/site/README.md)
     python tasks.py site-test      build it and check every page in headless Chromium (ends "N passed, M failed")
@@ -130,7 +131,7 @@ def lint() -> int:
         if v["code"] == "E501" and (line.startswith("__all__ = [") or v["location"]["row"] == 1):
             continue
         found.append(f"{Path(v['filename']).relative_to(ROOT)}:{v['location']['row']}: {v['code']} {v['message']}")
-    print("\n".join(found) or "ruff: no line over 120 characters, one statement per line")
+    print("\n".join(found) or "ruff: no line over 120 characters, one statement per line, no unused or undefined name")
     print(f"{int(not found)} passed, {int(bool(found))} failed")
     return int(bool(found))
 
