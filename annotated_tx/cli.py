@@ -443,9 +443,10 @@ def info_main(argv: list[str] | None = None) -> int:
 def cache_main(argv: list[str] | None = None) -> int:
     ("`annotated-tx cache`: the compiled decoding steps kept on disk (the engine chapter), their bytes and bound; "
      "`--clear` deletes them.")
-    from annotated_tx.compiled import STEP_CACHE_ENV, cache_report, steps_dir
+    from annotated_tx.compiled import STEP_CACHE_ENV, cache_report, products_file, steps_dir
     ap = Parser(prog="annotated-tx cache", description=cache_main.__doc__)
-    ap.add_argument("--clear", action="store_true", help="delete every kept compiled step")
+    ap.add_argument("--clear", action="store_true",
+                    help="delete every kept compiled step, and the kept choice of product (measured again on next use)")
     a = ap.parse_args(argv)
     folder = steps_dir()
     steps, bound = cache_report(folder)
@@ -456,6 +457,10 @@ def cache_main(argv: list[str] | None = None) -> int:
         if a.clear:
             path.unlink(missing_ok=True)
         print(f"  {'deleted ' if a.clear else ''}{path.name}  {size / 2 ** 20:.1f} MiB")
+    chosen = products_file()
+    if chosen.is_file():
+        print(f"  {'deleted ' if a.clear else ''}{chosen.name}: the product each host and thread count measured faster")
+        if a.clear: chosen.unlink(missing_ok=True)
     return EXIT["done"]
 
 COMMANDS = {  # command: (its function, one line of help)

@@ -5,10 +5,10 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['PROGRAMS', 'STEP_CACHE_MB', 'STEP_CACHE_ENV', 'DecodingStep', 'recorded_weights', 'step_weights', 'remember_file', 'step_key', 'export_and_compile', 'compile_step', 'EncoderProgram', 'FirstProgram', 'program_weights', 'compile_program', 'steps_dir', 'step_cache_bytes', 'prune_steps', 'cache_report', 'load_or_compile_step', 'compiled_step', 'has_compiled_steps', 'CompiledDecoder', 'KeptStepsDecoder', 'IndirectKVCache']
+__all__ = ['PROGRAMS', 'STEP_CACHE_MB', 'STEP_CACHE_ENV', 'DecodingStep', 'recorded_weights', 'one_row_step', 'step_weights', 'remember_file', 'step_key', 'export_and_compile', 'compile_step', 'EncoderProgram', 'FirstProgram', 'program_weights', 'compile_program', 'steps_dir', 'step_cache_bytes', 'prune_steps', 'cache_report', 'load_or_compile_step', 'compiled_step', 'has_compiled_steps', 'step_shapes', 'products_file', 'CompiledDecoder', 'KeptStepsDecoder', 'IndirectKVCache']
 
 # %% ../nbs/19_engine.ipynb #e0000030a
-import contextlib, functools, hashlib, os, stat, weakref
+import contextlib, hashlib, os, stat, weakref
 from pathlib import Path
 from typing import Callable
 import torch
@@ -23,7 +23,8 @@ from .runtime import say, one_line
 # the module's imports of the chapter's own names (the notebook defines them above)
 from .engine import (PackedWeights, BufferedKVCache, EngineDecoder, parameters_stamp, engine_runs, encode,
                                  decode_step, log_probs, cross_kv, unpadded)
-from .native import _MKL, InOrder, MKLPackedWeights, mkl_ops
+from .native import (_MKL, InOrder, MKLPackedWeights, mkl_ops, _cpu_flags, forced_products,
+                                 choose_products, ShapesOnly)
 
 # %% ../nbs/19_engine.ipynb #e0000030c
 class DecodingStep(nn.Module):
@@ -96,13 +97,19 @@ def recorded_weights(model: Transformer, name: str, run: Callable) -> list[tuple
     return kept[1][name]
 
 
-def step_weights(model: Transformer) -> list[tuple[Tensor, tuple[int, int]]]:
-    "`model`'s weights packed by MKL in the order `DecodingStep` multiplies by them, recorded on a step of one row."
+def one_row_step(model: Transformer, store: PackedWeights) -> Tensor:
+    "A `DecodingStep` of one row at position 2 of a source of 4, its products through `store`."
     att, L = model.decoder.layers[0].self_attn, len(model.decoder.layers)
     buffers = lambda d: [torch.zeros(1, att.n_heads, 4, d) for _ in range(L)]
-    return recorded_weights(model, "step", lambda store: DecodingStep(model).compute(
-        torch.zeros(1, 1, dtype=torch.long), unpadded(1, 4), torch.empty(4),
-        buffers(att.d_k), buffers(att.d_v), buffers(att.d_k), buffers(att.d_v), None, store))
+    with torch.no_grad():
+        return DecodingStep(model).compute(torch.zeros(1, 1, dtype=torch.long), unpadded(1, 4), torch.empty(4),
+                                           buffers(att.d_k), buffers(att.d_v), buffers(att.d_k), buffers(att.d_v),
+                                           None, store)
+
+
+def step_weights(model: Transformer) -> list[tuple[Tensor, tuple[int, int]]]:
+    "`model`'s weights packed by MKL in the order `DecodingStep` multiplies by them, recorded on a step of one row."
+    return recorded_weights(model, "step", lambda store: one_row_step(model, store))
 
 
 _FILES = weakref.WeakKeyDictionary()   # model -> (its parameters' stamp when loaded, its file's fingerprint)
@@ -121,20 +128,9 @@ def remember_file(model: Transformer, path: str | Path) -> None:
     _FILES[model] = (parameters_stamp(model), h.hexdigest())
 
 
-@functools.cache
-def _cpu_flags() -> str:
-    # a step is compiled for the CPU it is made on (-march=native): one cache folder may serve several CPUs
-    "The instruction sets the operating system lists for this CPU ('' where it lists none)."
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return line.split(":", 1)[1].strip()
-    return ""
-
-
 def step_key(model: Transformer, k: int, mkl: bool = False) -> str:
-    # the weights by their file where known
-    "What a compiled step depends on, hashed: the weights, configuration, rows per sentence, threads, CPU, code."
+    # the weights by their file where known; `mkl`: a step of the other product is another step
+    "What a compiled step depends on, hashed: weights, configuration, rows per sentence, threads, CPU, product, code."
     h = hashlib.sha256(repr((type(model).__name__, model.config, k, torch.get_num_threads(), torch.__version__,
                              torch.backends.cpu.get_cpu_capability(), _cpu_flags(), mkl)).encode())
     for f in sorted(Path(annotated_tx.__file__).parent.glob("*.py")):
@@ -412,31 +408,63 @@ def has_compiled_steps(model: Transformer) -> bool:
     kept = _COMPILED.get(model)
     return kept is not None and any(step for _, step, _ in kept[1].values())
 
+# %% ../nbs/19_engine.ipynb #e0000032b
+_SHAPES = weakref.WeakKeyDictionary()   # model -> its step's weight shapes
+
+
+def step_shapes(model: Transformer) -> list[tuple[int, int]]:
+    "The shapes `(out, in)` of the weights `DecodingStep` multiplies by, in order, found on a step of one row."
+    if model not in _SHAPES:
+        store = ShapesOnly()
+        one_row_step(model, store)
+        _SHAPES[model] = store.shapes
+    return _SHAPES[model]
+
+
+def products_file() -> Path:
+    "The kept answers of `choose_products`: `products.json` beside the compiled steps."
+    return steps_dir() / "products.json"
+
 # %% ../nbs/19_engine.ipynb #e0000033
 class CompiledDecoder(EngineDecoder):
     # on a CPU, in float32, from the second position
     "`EngineDecoder` with its steps, encoder and first position compiled ahead of time (AOTInductor)."
     # compile a step the cache directory does not have yet (False: use only the kept ones)
     compile_missing = True
-    # multiply by MKL's packed product where it can be had (False: oneDNN's packing, frozen into the step)
-    mkl = True
+    # True: MKL's packed product where it can be had; False: oneDNN's packing, frozen into the step;
+    # None: whichever is faster here (`choose_products`), unless `$ANNOTATED_TX_PRODUCTS` says which
+    mkl: bool | None = None
+
+    @classmethod
+    def uses_mkl(cls, model: Transformer, k: int = 1) -> bool:
+        # `KeptStepsDecoder` measures nothing: without a kept answer, the kind of a kept step
+        "Whether this decoder multiplies by MKL's packed product: as `mkl` or the environment forces, else as measured."
+        forced = forced_products() if cls.mkl is None else cls.mkl
+        if forced is not None:
+            return forced and mkl_ops(build=cls.compile_missing)
+        chosen = choose_products(step_shapes(model), products_file, measure=cls.compile_missing)
+        if chosen is not None:
+            return chosen["mkl"]
+        with contextlib.suppress(Exception):                          # no cache directory: uncompiled anyway
+            return _kept(steps_dir() / f"{step_key(model, k, True)}.pt2")
+        return False
 
     def __init__(self, model: Transformer, src: Tensor, k: int = 1, max_steps: int = 256):
         cpu32 = (src.device.type == "cpu" and next(model.parameters()).dtype == torch.float32
                  and not torch.is_grad_enabled() and engine_runs(model))
-        # where something runs uncompiled, by MKL's packed product too
-        if self.mkl and cpu32 and mkl_ops(build=self.compile_missing):
+        mkl = cpu32 and self.uses_mkl(model, k)
+        if mkl:                                                       # where something runs uncompiled, by it too
             self.store = MKLPackedWeights
         self.encoder = self.first = self.compiled = None
         if cpu32:
-            self.encoder = compiled_step(model, "encoder", self.compile_missing, self.mkl)
+            self.encoder = compiled_step(model, "encoder", self.compile_missing, mkl)
         super().__init__(model, src, k, max_steps)
         if self.plain is not None:
             return
         m = self.memory                                               # the encoder's output `[B, S, d_model]`
         if cpu32 and m.size(1) >= 2:
-            self.compiled = compiled_step(model, k, self.compile_missing, self.mkl)
-            self.first = compiled_step(model, "first position", self.compile_missing, self.mkl)
+            self.compiled = compiled_step(model, k, self.compile_missing, mkl)
+            self.first = compiled_step(model, "first position", self.compile_missing, mkl)
         if self.compiled is not None and k > 1:                       # beams reordered by reference
             self.cache.kv = IndirectKVCache(len(model.decoder.layers), max_steps)
         if self.compiled is not None:                                 # a step reads one position more than it fills

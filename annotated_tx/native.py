@@ -5,15 +5,17 @@
 from __future__ import annotations
 
 # %% auto #0
-__all__ = ['MKL_SOURCE', 'mkl_ops', 'MKLPackedWeights', 'InOrder']
+__all__ = ['MKL_SOURCE', 'PRODUCTS_ENV', 'PROBE_ROWS', 'mkl_ops', 'MKLPackedWeights', 'InOrder', 'time_products', 'ShapesOnly', 'forced_products', 'products_key', 'choose_products']
 
 # %% ../nbs/19_engine.ipynb #m0000002a
-import contextlib, hashlib, os, subprocess
+import contextlib, functools, hashlib, json, os, subprocess, sys, time
 from pathlib import Path
+from typing import Callable
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 from .data import cache_dir
-from .runtime import one_line
+from .runtime import one_line, require, cpu_name
 
 # %% ../nbs/19_engine.ipynb #m0000002b
 # the module's imports of the chapter's own names (the notebook defines them above)
@@ -117,6 +119,7 @@ def mkl_ops(build: bool = True) -> bool:
                 return False                                          # not decided: a later call may build it
             _build_mkl_ops(lib)
         torch.ops.load_library(str(lib))
+        _MKL["lib"] = str(lib)                                        # for a child process (the probe)
         torch.library.register_fake("atx::mkl_packed_linear")(_packed_linear_shape)
         _MKL["loaded"] = True
     except Exception as e:                                            # no compiler, no MKL symbols, no cache, ...
@@ -160,3 +163,152 @@ class InOrder(MKLPackedWeights):
             raise RuntimeError(f"the step's products came in another order than recorded: a [{n}, {k}] weight "
                                f"for a [..., {x.size(-1)}] input")
         return super().multiply(x, packed, bias)
+
+# %% ../nbs/19_engine.ipynb #m0000005
+# in a child process: this one keeps none of the copies the probe packs
+_PRODUCTS_PROBE = """
+import json, sys, time, torch
+from annotated_tx.engine import PackedWeights
+from annotated_tx.native import MKLPackedWeights
+shapes, rows, threads, rounds = json.loads(sys.argv[1])
+torch.ops.load_library(sys.argv[2])
+g = torch.Generator().manual_seed(0)
+weights = [(torch.randn(n, k, generator=g) / k ** 0.5, torch.randn(n, generator=g)) for n, k in shapes]
+stores, best = {"mkl": MKLPackedWeights(), "onednn": PackedWeights()}, {}
+with torch.no_grad():
+    packed = {m: [store.pack(w, b) for w, b in weights] for m, store in stores.items()}
+    for n in threads:
+        torch.set_num_threads(n)
+        for r in rows:
+            xs, times = {k: torch.randn(r, k, generator=g) for _, k in shapes}, {m: float("inf") for m in stores}
+            for i in range(rounds + 2):                            # the first two rounds warm up
+                for m in sorted(stores, reverse=bool(i % 2)):      # interleaved, each first in every other round
+                    start = time.perf_counter()
+                    for (w, b), p in zip(weights, packed[m]):      # a compiled step adds MKL's bias in its next kernel
+                        stores[m].multiply(xs[w.size(1)], p, b if m == "onednn" else None)
+                    if i >= 2:
+                        times[m] = min(times[m], time.perf_counter() - start)
+            best[f"{n} {r}"] = times
+print(json.dumps(best))
+"""
+
+
+def time_products(
+    shapes: list[tuple[int, int]],  # the weights `(out, in)` of one decoding step's products, in order
+    rows: list[int],  # the numbers of rows to time them at
+    threads: list[int],  # the thread counts to time them at
+    rounds: int = 7,  # timed rounds, after two to warm up
+) -> dict[str, dict[str, float]]:
+    "Seconds of a step's products by MKL's packed product ('mkl') and oneDNN's packing ('onednn'), by 'threads rows'."
+    import annotated_tx                                               # the child imports this package
+    root = str(Path(annotated_tx.__file__).parent.parent)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run([sys.executable, "-c", _PRODUCTS_PROBE, json.dumps([shapes, rows, threads, rounds]),
+                           _MKL["lib"]], capture_output=True, text=True, timeout=300, check=True, env=env)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+class ShapesOnly(PackedWeights):
+    "A store that notes the shape of each weight multiplied by, in order, and multiplies by the weight itself."
+    def __init__(self):
+        super().__init__()
+        self.shapes = []
+
+    def pack(self, weight: Tensor, bias: Tensor | None) -> object:
+        self.shapes.append(tuple(weight.shape))
+        return weight
+
+    def multiply(self, x: Tensor, packed: object, bias: Tensor | None) -> Tensor:
+        return F.linear(x, packed, bias)
+
+
+# environment variable: 'mkl' or 'onednn' forces the compiled steps' product
+PRODUCTS_ENV = "ANNOTATED_TX_PRODUCTS"
+# the rows the probe times a step's products at: a batch of 40 sentences, greedy and with 4 beams
+PROBE_ROWS = (40, 160)
+_CHOSEN: dict[str, dict] = {}   # products_key -> an answer this process measured (kept on disk too, where it can be)
+
+
+def forced_products() -> bool | None:
+    "True or False where `$ANNOTATED_TX_PRODUCTS` forces MKL's packed product or oneDNN's packing; else None."
+    value = os.environ.get(PRODUCTS_ENV, "").strip().lower()
+    require(value in ("", "mkl", "onednn"), PRODUCTS_ENV, "must be 'mkl' or 'onednn'", value)
+    return {"mkl": True, "onednn": False}.get(value)
+
+
+@functools.cache
+def _cpu_flags() -> str:
+    # a step is compiled for the CPU it is made on (-march=native): one cache folder may serve several CPUs
+    "The instruction sets the operating system lists for this CPU ('' where it lists none)."
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return line.split(":", 1)[1].strip()
+    return ""
+
+
+def products_key(shapes: list[tuple[int, int]], threads: int) -> str:
+    "What the choice of product depends on, hashed: the CPU's instruction sets, torch, threads, the shapes, the rows."
+    return hashlib.sha256(repr((_cpu_flags(), torch.backends.cpu.get_cpu_capability(), torch.__version__, threads,
+                                [tuple(s) for s in shapes], PROBE_ROWS)).encode()).hexdigest()[:16]
+
+
+def _kept_answers(where: Callable[[], Path]) -> dict:
+    "The answers kept in the file `where()`, none where it cannot be read (no file, no cache directory, broken)."
+    with contextlib.suppress(Exception):
+        kept = json.loads(where().read_text())
+        return {k: a for k, a in kept.items() if isinstance(a, dict) and isinstance(a.get("mkl"), bool)}
+    return {}
+
+
+def _keep_answers(where: Callable[[], Path], answers: dict) -> None:
+    # whole or not at all, for a process beside this one; where nothing can be written, they stay this process's
+    "Add `answers` to those kept in the file `where()`, where it has none for their keys."
+    part = None
+    with contextlib.suppress(Exception):
+        path = where()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        part = path.with_suffix(f".{os.getpid()}.json")
+        part.write_text(json.dumps({**answers, **_kept_answers(where)}, indent=1, sort_keys=True))   # the first stays
+        os.replace(part, path)
+    if part is not None:
+        with contextlib.suppress(OSError):
+            part.unlink(missing_ok=True)
+
+
+def choose_products(
+    shapes: list[tuple[int, int]],  # the weights of a decoding step's products (`compiled.step_shapes`)
+    where: Callable[[], Path],  # the file of kept answers (`compiled.products_file`)
+    measure: bool = True,  # time the products where no answer is kept (False: None then)
+) -> dict | None:
+    # kept per CPU, torch, thread count and shapes, so that every later process finds the same kept steps
+    "Whether MKL's packed product (`'mkl'`: True) or oneDNN's packing runs a step faster here, and the times."
+    if not mkl_ops(build=measure) or not shapes:                      # fail safe: oneDNN's packing
+        return {"mkl": False, "why": "MKL's packed product is not available"}
+    n = torch.get_num_threads()
+    key, kept = products_key(shapes, n), _kept_answers(where)
+    if key in kept:
+        return kept[key]
+    if key in _CHOSEN:                                                # measured by this process, for another folder
+        _keep_answers(where, {key: _CHOSEN[key]})
+        return _CHOSEN[key]
+    if not measure:
+        return None
+    threads = [t for t in sorted({1, n}) if products_key(shapes, t) not in kept]   # the kept ones stay
+    start = time.perf_counter()
+    try:
+        times = time_products(shapes, list(PROBE_ROWS), threads)
+        answers = {}
+        for t in threads:
+            s = {m: sum(times[f"{t} {r}"][m] for r in PROBE_ROWS) for m in ("mkl", "onednn")}
+            answers[products_key(shapes, t)] = dict(mkl=s["mkl"] < s["onednn"], mkl_s=s["mkl"], onednn_s=s["onednn"],
+                                                    threads=t, rows=list(PROBE_ROWS), cpu=cpu_name(),
+                                                    torch=torch.__version__)
+    except Exception as e:                                            # fail safe: oneDNN's packing, kept as the answer
+        answers = {key: dict(mkl=False, why=f"the probe failed ({type(e).__name__}: {one_line(e)})", threads=n)}
+    for answer in answers.values():
+        answer["probe_s"] = round(time.perf_counter() - start, 2)
+    _keep_answers(where, answers)
+    kept = _kept_answers(where)                                       # another process's, had it kept one meanwhile
+    _CHOSEN.update({k: kept.get(k, a) for k, a in answers.items()})
+    return _CHOSEN[key]
