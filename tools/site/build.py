@@ -494,7 +494,7 @@ def build(out: Path, nbs: Path, fixtures: bool, jobs: str) -> int:
                   for c in nb["cells"] if c["cell_type"] == "code"
                   and re.search(r"^\s*#\|\s*default_exp", "".join(c["source"]), flags=re.M)), None)
         code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
-        others = tuple(dict.fromkeys(re.findall(r"^\s*#\|\s*export\s+(\w+)", code, flags=re.M)))
+        others = tuple(dict.fromkeys(re.findall(r"^[ \t]*#\|[ \t]*export[ \t]+(\w+)", code, flags=re.M)))
         pages.append(Page(p, p.stem, m.group(1) if m else None, others))
     lookup = make_lookup(pages, d)
     src_dir = PROC
