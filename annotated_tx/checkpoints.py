@@ -21,6 +21,10 @@ __all__ = ['CKPT_FORMAT', 'RunFiles', 'read_json', 'unwrap', 'save_weights', 'sa
            'average_checkpoints', 'average_last']
 
 # %% ../nbs/09_checkpoints.ipynb #c9f1a002
+def _run_file(name: str) -> property:
+    "A property: the path of the file `name` in the run's directory."
+    return property(lambda self: self.root / name, doc=f"The run's {name}.")
+
 class RunFiles:
     "The files of one run directory, named in this one place."
     def __init__(self, root: str | Path): self.root = Path(root)
@@ -29,26 +33,10 @@ class RunFiles:
         "The run a path belongs to: the directory itself, or the directory holding a model file."
         path = Path(path)
         return cls(path if path.is_dir() else path.parent)
-    @property
-    def recipe(self) -> Path: return self.root / "recipe.json"
-    @property
-    def tokenizer(self) -> Path: return self.root / "tokenizer.model"
-    @property
-    def model(self) -> Path: return self.root / "model.safetensors"
-    @property
-    def averaged(self) -> Path: return self.root / "model_avg.safetensors"
-    @property
-    def log(self) -> Path: return self.root / "log.jsonl"
-    @property
-    def hosts(self) -> Path: return self.root / "host.json"
-    @property
-    def results(self) -> Path: return self.root / "results.json"
-    @property
-    def done(self) -> Path: return self.root / "train_done.json"
-    @property
-    def lock(self) -> Path: return self.root / "run.lock"
-    @property
-    def checkpoints(self) -> Path: return self.root / "checkpoints"
+    recipe, tokenizer, results = _run_file("recipe.json"), _run_file("tokenizer.model"), _run_file("results.json")
+    model, averaged = _run_file("model.safetensors"), _run_file("model_avg.safetensors")
+    log, hosts, done = _run_file("log.jsonl"), _run_file("host.json"), _run_file("train_done.json")
+    lock, checkpoints = _run_file("run.lock"), _run_file("checkpoints")
     def checkpoint(self, step: int) -> Path: return self.checkpoints / f"step-{step:08d}"
     def translations(self, split: str, which: str, lang: str) -> Path:
         "A split's translations into `lang` by one of the run's models ('averaged', 'final'), one per line."

@@ -116,6 +116,7 @@ def bench_decode_main(argv: list[str] | None = None) -> int:
                      decoders={"ours": decoder_named("engine"),
                                **({"ours compiled": decoder_named("compiled")} if a.compile else {})})
     return EXIT["done"]
+
 def bench_translate_parser() -> Parser:
     "The options of `annotated-tx bench translate`."
     p = Parser(prog="annotated-tx bench translate", description=bench_translate_main.__doc__)

@@ -333,7 +333,7 @@ COMPUTE_TYPES = ("default", "float32", "int8")   # what `pick_decoder` computes 
 def decoder_named(name: str) -> type:
     "The decoder class `DECODERS` names, imported on first use."
     import importlib
-    if name not in DECODERS: raise ValueError(f"decoder must be one of {tuple(DECODERS)}, got {name!r}")
+    require(name in DECODERS, "decoder", f"must be one of {tuple(DECODERS)}", name)
     module, cls = DECODERS[name].split(":")
     return getattr(importlib.import_module(module), cls)
 
@@ -343,13 +343,11 @@ def pick_decoder(
     compute_type: str = "default",  # a key of `COMPUTE_TYPES`
 ) -> type:
     "The decoder for what the user asked and what the device can do; refuses what it cannot do, before any work."
-    if compute_type not in COMPUTE_TYPES:
-        raise ValueError(f"compute type must be one of {COMPUTE_TYPES}, got {compute_type!r}")
+    require(compute_type in COMPUTE_TYPES, "compute type", f"must be one of {COMPUTE_TYPES}", compute_type)
     kind = torch.device(device).type
-    if compute_type == "int8":
-        if kind != "cpu": raise ValueError(f"int8 decoding runs on the CPU only, not {kind}")
-        return decoder_named("int8")
-    if compile and kind != "cpu": raise ValueError(f"compiled decoding runs on the CPU only, not {kind}")
+    require(compute_type != "int8" or kind == "cpu", "int8 decoding", f"runs on the CPU only, not {kind}")
+    if compute_type == "int8": return decoder_named("int8")
+    require(not compile or kind == "cpu", "compiled decoding", f"runs on the CPU only, not {kind}")
     if kind != "cpu" or compile is False: return decoder_named("engine")
     return decoder_named("compiled" if compile else "kept")
 
